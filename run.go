@@ -1,0 +1,137 @@
+package evalrun
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is the state of a run: pending → running → completed | failed |
+// canceled.
+type RunStatus string
+
+// The run statuses.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunCanceled  RunStatus = "canceled"
+)
+
+// Done reports whether s is a final status.
+func (s RunStatus) Done() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCanceled
+}
+
+// Run is the record of one evaluation run.
+type Run struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Dataset and DatasetVersion pin what the run saw.
+	Dataset        string     `json:"dataset"`
+	DatasetVersion int        `json:"dataset_version"`
+	Target         TargetInfo `json:"target"`
+	// Scorers names the run's scorers in suite order, with thresholds.
+	Scorers []ScorerInfo `json:"scorers"`
+	// Config is the effective configuration (the suite, with secrets
+	// removed), so a run can be understood, resumed and reproduced.
+	Config json.RawMessage `json:"config,omitempty"`
+	Status RunStatus       `json:"status"`
+	// Total is the number of (item, repeat) executions the run comprises.
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// PersistErrors counts results the store could not take.
+	PersistErrors int `json:"persist_errors"`
+	// Error is the fatal error that ended the run, if any.
+	Error       string    `json:"error,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	CompletedAt time.Time `json:"completed_at,omitzero"`
+}
+
+// ScorerInfo names a scorer of a run.
+type ScorerInfo struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Threshold float64 `json:"threshold"`
+}
+
+// ItemResult is the outcome of one item (one repeat of it) in a run.
+type ItemResult struct {
+	RunID string `json:"run_id"`
+	// Index is the item's position in the run's item list.
+	Index int `json:"index"`
+	// Repeat numbers the repetitions of an item, from 0.
+	Repeat int    `json:"repeat"`
+	ItemID string `json:"item_id"`
+	// Item is the dataset item. Stores fill it when reading results.
+	Item *Item `json:"-"`
+	// Output is nil when the target failed.
+	Output    json.RawMessage `json:"output,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	ErrorKind ErrorKind       `json:"error_kind,omitempty"`
+	// Attempts is the number of target calls made; RetryCount = Attempts-1.
+	Attempts    int           `json:"attempts"`
+	RetryCount  int           `json:"retry_count"`
+	Latency     time.Duration `json:"latency_ns"`
+	Usage       Usage         `json:"usage"`
+	TraceID     string        `json:"trace_id,omitempty"`
+	CacheHit    bool          `json:"cache_hit,omitempty"`
+	StartedAt   time.Time     `json:"started_at"`
+	CompletedAt time.Time     `json:"completed_at"`
+	// Scores are in the order of the run's scorers. Empty when the target
+	// failed (nothing to score).
+	Scores []ScorerResult `json:"scores,omitempty"`
+}
+
+// Failed reports whether the target failed on this item.
+func (r *ItemResult) Failed() bool { return r.Error != "" }
+
+// ScorerResult is one scorer's verdict on one item.
+type ScorerResult struct {
+	Scorer string `json:"scorer"`
+	// Score is nil when the scorer failed.
+	Score     *float64  `json:"score"`
+	Passed    bool      `json:"passed"`
+	Reason    string    `json:"reason,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	ErrorKind ErrorKind `json:"error_kind,omitempty"`
+	Usage     Usage     `json:"usage"`
+}
+
+// Summary is what a run returns, on success, on cancel and on fatal error
+// alike. Skipped = Total − Succeeded − Failed.
+type Summary struct {
+	RunID     string
+	Status    RunStatus
+	Total     int
+	Succeeded int
+	Failed    int
+	Skipped   int
+	// CompletedWithErrors is true when the run completed but some items
+	// failed.
+	CompletedWithErrors bool
+	// ScorerErrors counts scorer errors over the processed items.
+	ScorerErrors int
+	// PersistErrors counts results the store could not take after retries.
+	PersistErrors int
+	StartedAt     time.Time
+	CompletedAt   time.Time
+	// Results holds the processed items in input order (index, then
+	// repeat) when results are retained; nil otherwise.
+	Results []*ItemResult
+	// Err is the cause of a cancel or the fatal error, nil on completion.
+	Err error
+}
+
+// Progress is a snapshot of a running run, for progress bars.
+type Progress struct {
+	Total     int
+	Done      int
+	Succeeded int
+	Failed    int
+	// Concurrency is the effective concurrency (adaptive mode lowers it).
+	Concurrency int
+}

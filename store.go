@@ -1,0 +1,101 @@
+package evalrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// DatasetStore keeps datasets as immutable, numbered versions. A version
+// stores only what changed (item history with valid-from / valid-to
+// versions), so re-importing 100,000 items with one changed adds one row.
+type DatasetStore interface {
+	// ImportDataset stores items (in order) as the next version of the
+	// named dataset, creating the dataset if needed. When the items equal
+	// the latest version's (same ids, content and order) nothing is
+	// written: it returns that version and created=false. Items must have
+	// unique, non-empty ids and non-empty inputs (ErrInvalid otherwise).
+	// The import is atomic: on error nothing is written.
+	ImportDataset(ctx context.Context, name string, items []*Item) (v DatasetVersion, created bool, err error)
+	// GetDataset returns the named dataset, or ErrNotFound.
+	GetDataset(ctx context.Context, name string) (*Dataset, error)
+	// ListDatasets returns every dataset, by name.
+	ListDatasets(ctx context.Context) ([]*Dataset, error)
+	// ListDatasetVersions returns the versions of a dataset, oldest first,
+	// or ErrNotFound.
+	ListDatasetVersions(ctx context.Context, name string) ([]*DatasetVersion, error)
+	// ScanItems calls fn with each item of the given version (0: the
+	// latest) in the version's order, streaming: memory does not grow with
+	// the number of items. It returns ErrNotFound for an unknown dataset or
+	// version, and stops at fn's first error, returning it.
+	ScanItems(ctx context.Context, name string, version int, fn func(*Item) error) error
+}
+
+// RunStore keeps runs, their item results and scores.
+type RunStore interface {
+	// CreateRun stores a new run record; run.ID must be set and unique.
+	CreateRun(ctx context.Context, run *Run) error
+	// UpdateRun replaces the status, counts, error and timestamps of an
+	// existing run (ErrNotFound otherwise).
+	UpdateRun(ctx context.Context, run *Run) error
+	// GetRun returns a run, or ErrNotFound.
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns returns runs newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// WriteResults stores a batch of results with their scores, in one
+	// transaction where the backend has them. A result is keyed by (RunID,
+	// Index, Repeat): writing the same key again replaces the result and
+	// its scores, never duplicates them.
+	WriteResults(ctx context.Context, results []*ItemResult) error
+	// ScanResults calls fn with the run's results ordered by (Index,
+	// Repeat), each with its Scores (in the run's scorer order) and its
+	// dataset Item filled, streaming in constant memory. It stops at fn's
+	// first error, returning it.
+	ScanResults(ctx context.Context, runID string, q ResultQuery, fn func(*ItemResult) error) error
+	// ScanResultKeys calls fn with the key and outcome of every stored
+	// result of the run, in order; resume uses it to find what is left.
+	ScanResultKeys(ctx context.Context, runID string, fn func(ResultKey) error) error
+}
+
+// Store is a complete storage backend.
+type Store interface {
+	DatasetStore
+	RunStore
+	// Close releases the backend's resources. Closing twice is safe.
+	Close() error
+}
+
+// RunFilter selects runs. The zero value selects every run.
+type RunFilter struct {
+	// Dataset keeps only runs of that dataset, when set.
+	Dataset string
+	// Limit caps the number of runs returned, when > 0.
+	Limit int
+}
+
+// ResultQuery selects a page of a run's results. The zero value selects
+// every result.
+type ResultQuery struct {
+	// FromIndex skips results with a smaller Index.
+	FromIndex int
+	// Limit caps the number of results, when > 0.
+	Limit int
+	// FailedOnly keeps only results whose target failed.
+	FailedOnly bool
+}
+
+// ResultKey identifies a stored result and says whether it failed.
+type ResultKey struct {
+	Index  int
+	Repeat int
+	Failed bool
+}
+
+// NewRunID returns a new run id: the time in a sortable form followed by
+// random hex, e.g. "20261122T101500-3f9a1c2b".
+func NewRunID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
