@@ -1,0 +1,436 @@
+package scorer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/retry"
+)
+
+// Config is one entry of a suite file's scorers list: the kind, name and
+// threshold every scorer has, plus the options of every kind (a key that does
+// not belong to the kind is a config error). It decodes from YAML either as a
+// mapping or as a bare kind string (`- exact_match`), which means that kind
+// with its defaults. The zero value is not valid: Kind is required.
+type Config struct {
+	// Kind is the scorer kind, one of [Kinds].
+	Kind string `yaml:"kind"`
+	// Name identifies the scorer within a suite; default: the kind.
+	Name string `yaml:"name,omitempty"`
+	// Threshold is the pass threshold in [0,1]; default
+	// [evalrun.DefaultThreshold].
+	Threshold *float64 `yaml:"threshold,omitempty"`
+
+	// CaseSensitive (exact_match, contains, levenshtein); default true.
+	CaseSensitive *bool `yaml:"case_sensitive,omitempty"`
+	// Trim removes leading and trailing white space from both sides before
+	// comparing (exact_match, levenshtein); default false.
+	Trim bool `yaml:"trim,omitempty"`
+
+	// Values (contains) are the substrings to look for; a single string is
+	// accepted in YAML. Default: the item's expected output.
+	Values StringList `yaml:"values,omitempty"`
+	// Mode (contains) is "any" (default) or "all".
+	Mode Mode `yaml:"mode,omitempty"`
+
+	// Pattern (regex) is an RE2 regular expression (Go regexp syntax).
+	Pattern string `yaml:"pattern,omitempty"`
+
+	// Schema (json_schema) is an inline JSON Schema: a YAML or JSON object,
+	// or a string holding one in JSON.
+	Schema any `yaml:"schema,omitempty"`
+	// SchemaFile (json_schema) is a JSON Schema file; a relative path is
+	// resolved against [Deps.BaseDir].
+	SchemaFile string `yaml:"schema_file,omitempty"`
+
+	// Tolerance (numeric) is the allowed difference, absolute or (with
+	// Relative) a fraction of |expected|; default 0 (see [NumericOptions]).
+	Tolerance *float64 `yaml:"tolerance,omitempty"`
+	// Relative (numeric) makes Tolerance relative to |expected|.
+	Relative bool `yaml:"relative,omitempty"`
+
+	// Expression (expr) is an expr-lang expression over input, output,
+	// expected and metadata giving a bool or a number in [0,1].
+	Expression string `yaml:"expression,omitempty"`
+
+	// Rubric (llm_judge) is what the judge grades against.
+	Rubric string `yaml:"rubric,omitempty"`
+	// MaxTokens (llm_judge) caps the verdict's length; 0: the model's
+	// default.
+	MaxTokens int `yaml:"max_tokens,omitempty"`
+
+	// Model, BaseURL, APIKeyEnv and RateLimit (llm_judge,
+	// embedding_similarity) select the model; they are handed to the
+	// [Deps] factory, which interprets them.
+	Model     string `yaml:"model,omitempty"`
+	BaseURL   string `yaml:"base_url,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+	RateLimit string `yaml:"rate_limit,omitempty"`
+	// MaxRetries and RetryDelay (llm_judge, embedding_similarity) override
+	// [Deps.Retry] for the model's transient errors.
+	MaxRetries *int           `yaml:"max_retries,omitempty"`
+	RetryDelay *time.Duration `yaml:"retry_delay,omitempty"`
+
+	// line is the YAML line the config came from, for error messages.
+	line int
+}
+
+// Mode says whether contains needs any or all of its values.
+type Mode string
+
+// The contains modes.
+const (
+	// ModeAny passes when at least one value occurs (the default).
+	ModeAny Mode = "any"
+	// ModeAll passes when every value occurs.
+	ModeAll Mode = "all"
+)
+
+// StringList is a list of strings that also decodes from a single YAML
+// string.
+type StringList []string
+
+// UnmarshalYAML decodes a string or a sequence of strings.
+func (l *StringList) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode {
+		var s string
+		if err := node.Decode(&s); err != nil {
+			return err
+		}
+		*l = StringList{s}
+		return nil
+	}
+	var list []string
+	if err := node.Decode(&list); err != nil {
+		return err
+	}
+	*l = list
+	return nil
+}
+
+// UnmarshalYAML decodes a mapping, rejecting keys no kind knows, or a bare
+// kind string.
+func (c *Config) UnmarshalYAML(node *yaml.Node) error {
+	switch node.Kind {
+	case yaml.ScalarNode:
+		var kind string
+		if err := node.Decode(&kind); err != nil {
+			return err
+		}
+		*c = Config{Kind: kind, line: node.Line}
+		return nil
+	case yaml.MappingNode:
+		known := configKeys()
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k := node.Content[i]
+			if !slices.Contains(known, k.Value) {
+				return &ConfigError{Key: k.Value, Line: k.Line,
+					Err: fmt.Errorf("unknown key; known keys: %s", strings.Join(known, ", "))}
+			}
+		}
+		type plain Config
+		var p plain
+		if err := node.Decode(&p); err != nil {
+			return &ConfigError{Line: node.Line, Err: err}
+		}
+		*c = Config(p)
+		c.line = node.Line
+		return nil
+	default:
+		return &ConfigError{Line: node.Line, Err: errors.New("a scorer is a kind name or a mapping with a kind")}
+	}
+}
+
+// ConfigError is an invalid scorer configuration, found before anything
+// runs. It matches [evalrun.ErrInvalid] with errors.Is, and the underlying
+// cause (a *regexp/syntax.Error, a schema compile error, …) with errors.As.
+type ConfigError struct {
+	// Scorer is the scorer's name, when known.
+	Scorer string
+	// Kind is the scorer kind, when known.
+	Kind string
+	// Key is the offending config key (for example "pattern"), or "".
+	Key string
+	// Line is the line in the YAML document, or 0.
+	Line int
+	Err  error
+}
+
+// Error describes where the configuration is wrong and why.
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	b.WriteString("scorer")
+	switch {
+	case e.Scorer != "" && e.Scorer != e.Kind && e.Kind != "":
+		fmt.Fprintf(&b, " %q (%s)", e.Scorer, e.Kind)
+	case e.Scorer != "":
+		fmt.Fprintf(&b, " %q", e.Scorer)
+	case e.Kind != "":
+		fmt.Fprintf(&b, " %s", e.Kind)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": %s", e.Key)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns [evalrun.ErrInvalid] and the cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{evalrun.ErrInvalid}
+	}
+	return []error{evalrun.ErrInvalid, e.Err}
+}
+
+// Deps are what the model-backed scorers need from outside this package.
+// The zero value serves every deterministic kind; llm_judge needs ChatModel
+// and embedding_similarity needs Embedder.
+type Deps struct {
+	// ChatModel returns the judge model an llm_judge config names.
+	ChatModel func(ModelConfig) (evalrun.ChatModel, error)
+	// Embedder returns the embedding model an embedding_similarity config
+	// names.
+	Embedder func(ModelConfig) (evalrun.Embedder, error)
+	// Retry is the default policy for model calls (max_retries and
+	// retry_delay override it per scorer). The zero value tries once.
+	Retry retry.Policy
+	// BaseDir resolves a relative schema_file (the suite file's
+	// directory); "" means the working directory.
+	BaseDir string
+}
+
+// ModelConfig is the model selection of an llm_judge or
+// embedding_similarity config, as given; the Deps factory applies its
+// defaults and reports what is wrong.
+type ModelConfig struct {
+	// Kind is the scorer kind asking ("llm_judge" or
+	// "embedding_similarity").
+	Kind      string
+	Model     string
+	BaseURL   string
+	APIKeyEnv string
+	RateLimit string
+}
+
+// builder makes one kind of scorer from a validated common part.
+type builder struct {
+	keys  []string // kind-specific keys allowed
+	build func(c Config, base base, d Deps) (evalrun.Scorer, error)
+}
+
+var builders = map[string]builder{
+	KindExactMatch:  {[]string{"case_sensitive", "trim"}, buildExactMatch},
+	KindContains:    {[]string{"values", "mode", "case_sensitive"}, buildContains},
+	KindRegex:       {[]string{"pattern"}, buildRegex},
+	KindJSONValid:   {nil, buildJSONValid},
+	KindJSONSchema:  {[]string{"schema", "schema_file"}, buildJSONSchema},
+	KindJSONEqual:   {nil, buildJSONEqual},
+	KindLevenshtein: {[]string{"case_sensitive", "trim"}, buildLevenshtein},
+	KindNumeric:     {[]string{"tolerance", "relative"}, buildNumeric},
+	KindExpr:        {[]string{"expression"}, buildExpr},
+	KindLLMJudge: {[]string{"rubric", "max_tokens", "model", "base_url", "api_key_env",
+		"rate_limit", "max_retries", "retry_delay"}, buildLLMJudge},
+	KindEmbeddingSimilarity: {[]string{"model", "base_url", "api_key_env", "rate_limit",
+		"max_retries", "retry_delay"}, buildEmbeddingSimilarity},
+}
+
+// The scorer kinds.
+const (
+	KindExactMatch          = "exact_match"
+	KindContains            = "contains"
+	KindRegex               = "regex"
+	KindJSONValid           = "json_valid"
+	KindJSONSchema          = "json_schema"
+	KindJSONEqual           = "json_equal"
+	KindLevenshtein         = "levenshtein"
+	KindNumeric             = "numeric"
+	KindExpr                = "expr"
+	KindLLMJudge            = "llm_judge"
+	KindEmbeddingSimilarity = "embedding_similarity"
+)
+
+// Kinds returns the known scorer kinds, sorted.
+func Kinds() []string {
+	kinds := make([]string, 0, len(builders))
+	for k := range builders {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// New validates cfg and returns the scorer it describes. Every error is a
+// *[ConfigError] matching [evalrun.ErrInvalid]: an unknown kind, a key of
+// another kind, a threshold outside [0,1], an invalid regex, schema or
+// expression, a missing required key, or a Deps factory's error.
+func New(cfg Config, deps Deps) (evalrun.Scorer, error) {
+	b, ok := builders[cfg.Kind]
+	if !ok {
+		what := fmt.Errorf("unknown scorer kind %q; known kinds: %s", cfg.Kind, strings.Join(Kinds(), ", "))
+		if cfg.Kind == "" {
+			what = fmt.Errorf("missing; known kinds: %s", strings.Join(Kinds(), ", "))
+		}
+		return nil, &ConfigError{Scorer: cfg.Name, Key: "kind", Line: cfg.line, Err: what}
+	}
+	wrap := func(err error) error {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			if ce.Scorer == "" {
+				ce.Scorer = cmpOr(cfg.Name, cfg.Kind)
+			}
+			if ce.Kind == "" {
+				ce.Kind = cfg.Kind
+			}
+			if ce.Line == 0 {
+				ce.Line = cfg.line
+			}
+			return ce
+		}
+		return &ConfigError{Scorer: cmpOr(cfg.Name, cfg.Kind), Kind: cfg.Kind, Line: cfg.line, Err: err}
+	}
+	for _, key := range cfg.setKeys() {
+		if !slices.Contains(b.keys, key) {
+			allowed := "none"
+			if len(b.keys) > 0 {
+				allowed = strings.Join(b.keys, ", ")
+			}
+			return nil, wrap(&ConfigError{Key: key,
+				Err: fmt.Errorf("not an option of %s (its options: %s)", cfg.Kind, allowed)})
+		}
+	}
+	bs, err := newBase(cfg.Kind, cfg.Name, cfg.Threshold)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	s, err := b.build(cfg, bs, deps)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return s, nil
+}
+
+// commonKeys are the keys of every kind.
+var commonKeys = []string{"kind", "name", "threshold"}
+
+// configKeys returns every YAML key of Config.
+func configKeys() []string {
+	t := reflect.TypeFor[Config]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if tag := yamlKey(t.Field(i)); tag != "" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}
+
+func yamlKey(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if tag == "-" || !f.IsExported() {
+		return ""
+	}
+	return tag
+}
+
+// setKeys returns the YAML keys of cfg's kind-specific fields that are set
+// (non-zero).
+func (c Config) setKeys() []string {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	var keys []string
+	for i := range t.NumField() {
+		key := yamlKey(t.Field(i))
+		if key == "" || slices.Contains(commonKeys, key) {
+			continue
+		}
+		if !v.Field(i).IsZero() {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// base is the name, kind and threshold every scorer has.
+type base struct {
+	name      string
+	kind      string
+	threshold float64
+}
+
+func newBase(kind, name string, threshold *float64) (base, error) {
+	b := base{name: cmpOr(name, kind), kind: kind, threshold: evalrun.DefaultThreshold}
+	if threshold != nil {
+		t := *threshold
+		if math.IsNaN(t) || t < 0 || t > 1 {
+			return b, &ConfigError{Scorer: b.name, Kind: kind, Key: "threshold",
+				Err: fmt.Errorf("%v is outside [0,1]", t)}
+		}
+		b.threshold = t
+	}
+	return b, nil
+}
+
+// Name returns the scorer's name (default: its kind).
+func (b base) Name() string { return b.name }
+
+// Threshold returns the scorer's pass threshold.
+func (b base) Threshold() float64 { return b.threshold }
+
+// Kind returns the scorer's kind.
+func (b base) Kind() string { return b.kind }
+
+func (b base) configError(key string, err error) error {
+	return &ConfigError{Scorer: b.name, Kind: b.kind, Key: key, Err: err}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// modelConfig and retryPolicy read the model part of a config.
+func (c Config) modelConfig() ModelConfig {
+	return ModelConfig{Kind: c.Kind, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: c.APIKeyEnv, RateLimit: c.RateLimit}
+}
+
+func (c Config) retryPolicy(d Deps) (retry.Policy, error) {
+	p := d.Retry
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 {
+			return p, &ConfigError{Key: "max_retries", Err: fmt.Errorf("%d is negative", *c.MaxRetries)}
+		}
+		p.MaxRetries = *c.MaxRetries
+	}
+	if c.RetryDelay != nil {
+		if *c.RetryDelay < 0 {
+			return p, &ConfigError{Key: "retry_delay", Err: fmt.Errorf("%v is negative", *c.RetryDelay)}
+		}
+		p.Delay = *c.RetryDelay
+	}
+	return p, nil
+}
+
+// resolvePath resolves a relative path against dir.
+func resolvePath(dir, path string) string {
+	if dir == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}

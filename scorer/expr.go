@@ -1,0 +1,145 @@
+package scorer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/evalrun/evalrun"
+)
+
+// ExprOptions configure [NewExpr].
+type ExprOptions struct {
+	// Name defaults to "expr".
+	Name string
+	// Threshold defaults to [evalrun.DefaultThreshold].
+	Threshold *float64
+	// Expression is an expr-lang expression (https://expr-lang.org) over
+	// the variables input, output, expected and metadata; required.
+	Expression string
+}
+
+// Expr scores with a user expression (github.com/expr-lang/expr). Its
+// variables are the item's input, the output and the expected output as
+// decoded JSON values (a JSON string is a Go string, a number a float64, an
+// object a map, absent expected is nil; use fromJSON(output) for JSON
+// carried as text), and the item's metadata (a map, empty when absent). A
+// bool result scores 1 or 0; a number result is the score and must be in
+// [0,1]. Any other result, a NaN or a number outside [0,1] is a scorer error
+// of kind invalid_output; an evaluation error is a permanent scorer error.
+// The expression is compiled once, by NewExpr. Safe for concurrent use.
+type Expr struct {
+	base
+	source  string
+	program *vm.Program
+}
+
+var (
+	_ evalrun.Scorer      = (*Expr)(nil)
+	_ evalrun.Thresholder = (*Expr)(nil)
+)
+
+// exprEnv declares the variables an expression may use.
+func exprEnv() map[string]any {
+	return map[string]any{"input": nil, "output": nil, "expected": nil, "metadata": map[string]any{}}
+}
+
+// NewExpr compiles opts.Expression and returns an expr scorer. A missing
+// expression, or one that does not compile (a syntax error, an unknown
+// variable), is a *[ConfigError] on key "expression".
+func NewExpr(opts ExprOptions) (*Expr, error) {
+	b, err := newBase(KindExpr, opts.Name, opts.Threshold)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Expression == "" {
+		return nil, b.configError("expression", errors.New("required"))
+	}
+	prog, err := expr.Compile(opts.Expression, expr.Env(exprEnv()))
+	if err != nil {
+		return nil, b.configError("expression", fmt.Errorf("does not compile: %w", err))
+	}
+	return &Expr{base: b, source: opts.Expression, program: prog}, nil
+}
+
+func buildExpr(c Config, b base, _ Deps) (evalrun.Scorer, error) {
+	return NewExpr(ExprOptions{Name: b.name, Threshold: &b.threshold, Expression: c.Expression})
+}
+
+// Score evaluates the expression for in.
+func (s *Expr) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, error) {
+	env := exprEnv()
+	env["output"] = decodeJSON(in.Output)
+	if it := in.Item; it != nil {
+		env["input"] = decodeJSON(it.Input)
+		env["expected"] = decodeJSON(it.Expected)
+		if it.Metadata != nil {
+			env["metadata"] = it.Metadata
+		}
+	}
+	res, err := expr.Run(s.program, env)
+	if err != nil {
+		return evalrun.Score{}, evalrun.Permanent(fmt.Errorf("expr: %w", err))
+	}
+	var v float64
+	switch r := res.(type) {
+	case bool:
+		return passFail(r, fmt.Sprintf("%s is %v", s.source, r)), nil
+	case float64:
+		v = r
+	case float32:
+		v = float64(r)
+	case int:
+		v = float64(r)
+	case int8:
+		v = float64(r)
+	case int16:
+		v = float64(r)
+	case int32:
+		v = float64(r)
+	case int64:
+		v = float64(r)
+	case uint:
+		v = float64(r)
+	case uint8:
+		v = float64(r)
+	case uint16:
+		v = float64(r)
+	case uint32:
+		v = float64(r)
+	case uint64:
+		v = float64(r)
+	default:
+		return evalrun.Score{}, invalidOutput("expr: %s gave %T %v, want a bool or a number", s.source, res, res)
+	}
+	if err := checkValue("expr", v); err != nil {
+		return evalrun.Score{}, err
+	}
+	if math.Signbit(v) { // -0 reads as 0
+		v = 0
+	}
+	return evalrun.Score{Value: v, Reason: fmt.Sprintf("%s is %v", s.source, v)}, nil
+}
+
+// decodeJSON returns the Go value of raw (nil when empty); raw that is not
+// JSON is returned as its text.
+func decodeJSON(raw json.RawMessage) any {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil
+	}
+	if s, ok := plainString(raw); ok {
+		return s
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return v
+}
