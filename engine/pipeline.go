@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/retry"
+)
+
+// ErrItemTimeout is the cancellation cause of an item whose ItemTimeout
+// expired.
+var ErrItemTimeout = errors.New("item timeout")
+
+// errAttemptTimeout is the cancellation cause of one attempt whose
+// AttemptTimeout expired; it becomes a transient error.
+var errAttemptTimeout = errors.New("attempt timeout")
+
+// Pipeline processes one item: execute the target with deadline and
+// retries, then run every scorer in parallel. [Run] uses it for each item;
+// the distributed worker uses it for the one item of a job. A Pipeline is
+// safe for concurrent use.
+type Pipeline struct {
+	target     evalrun.Target
+	scorers    []evalrun.Scorer
+	thresholds []float64
+	opts       Options
+	policy     retry.Policy
+}
+
+// NewPipeline checks the target and scorers (a nil one, an empty or
+// duplicate scorer name is an ErrInvalid error) and returns a pipeline.
+func NewPipeline(target evalrun.Target, scorers []evalrun.Scorer, opts Options) (*Pipeline, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if target == nil {
+		return nil, fmt.Errorf("%w: no target", evalrun.ErrInvalid)
+	}
+	seen := make(map[string]bool, len(scorers))
+	thresholds := make([]float64, len(scorers))
+	for i, s := range scorers {
+		if s == nil {
+			return nil, fmt.Errorf("%w: scorer %d is nil", evalrun.ErrInvalid, i)
+		}
+		name := s.Name()
+		if name == "" {
+			return nil, fmt.Errorf("%w: scorer %d has no name", evalrun.ErrInvalid, i)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("%w: two scorers are named %q; give each a unique name", evalrun.ErrInvalid, name)
+		}
+		seen[name] = true
+		thresholds[i] = evalrun.ThresholdOf(s)
+	}
+	return &Pipeline{
+		target:     target,
+		scorers:    scorers,
+		thresholds: thresholds,
+		opts:       opts,
+		policy: retry.Policy{
+			MaxRetries: opts.MaxRetries,
+			Delay:      opts.RetryDelay,
+			Clock:      opts.Clock,
+			Jitter:     opts.Jitter,
+		},
+	}, nil
+}
+
+// Scorers returns the pipeline's scorers in order.
+func (p *Pipeline) Scorers() []evalrun.Scorer { return p.scorers }
+
+// Process executes and scores one item. It always returns a result. When
+// ctx was cancelled before or during the item, the result's ErrorKind is
+// evalrun.ErrorCanceled: the item counts as skipped and must not be stored.
+func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item, index, repeat int) *evalrun.ItemResult {
+	clock := p.opts.Clock
+	res := &evalrun.ItemResult{
+		RunID:     runID,
+		Index:     index,
+		Repeat:    repeat,
+		ItemID:    item.ID,
+		Item:      item,
+		StartedAt: clock.Now(),
+	}
+	if ctx.Err() != nil {
+		res.Error, res.ErrorKind = "run cancelled before the item started", evalrun.ErrorCanceled
+		return res
+	}
+
+	itemCtx := ctx
+	if p.opts.ItemTimeout > 0 {
+		var cancel context.CancelFunc
+		itemCtx, cancel = context.WithTimeoutCause(ctx, p.opts.ItemTimeout, ErrItemTimeout)
+		defer cancel()
+	}
+
+	var out evalrun.Output
+	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, _ int) error {
+		o, err := p.attempt(actx, item)
+		if err != nil {
+			// A failed attempt's spend still counts.
+			if u := evalrun.UsageOf(err); !u.IsZero() {
+				res.Usage.Add(u)
+			} else {
+				res.Usage.Add(o.Usage)
+			}
+			return err
+		}
+		res.Usage.Add(o.Usage)
+		out = o
+		return nil
+	})
+	res.Attempts = attempts
+	res.RetryCount = max(attempts-1, 0)
+	res.CompletedAt = clock.Now()
+	res.Latency = res.CompletedAt.Sub(res.StartedAt)
+
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			res.Error, res.ErrorKind = "cancelled: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+		case errors.Is(context.Cause(itemCtx), ErrItemTimeout):
+			res.Error = fmt.Sprintf("item timed out after %s (%d attempt%s)", p.opts.ItemTimeout, attempts, plural(attempts))
+			res.ErrorKind = evalrun.ErrorTimeout
+		default:
+			res.Error, res.ErrorKind = err.Error(), evalrun.KindOf(err)
+		}
+		return res
+	}
+	res.Output = out.Value
+	res.TraceID = out.TraceID
+
+	if len(p.scorers) > 0 {
+		scores, cut := p.score(ctx, item, out.Value)
+		if cut {
+			res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+			res.Output = nil
+			return res
+		}
+		res.Scores = scores
+	}
+	return res
+}
+
+// attempt makes one target call bounded by ctx (and AttemptTimeout). The
+// call runs in its own goroutine so that the deadline holds even when the
+// target ignores its context: the engine stops waiting and the goroutine is
+// left to finish on its own. A panic becomes an ErrorPanic error.
+func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
+	actx := ctx
+	if p.opts.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, p.opts.AttemptTimeout, errAttemptTimeout)
+		defer cancel()
+	}
+	type result struct {
+		out evalrun.Output
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.opts.Logger.Error("target panicked", "item", item.ID, "panic", r)
+				done <- result{err: &evalrun.Error{Kind: evalrun.ErrorPanic, Err: fmt.Errorf("target panicked: %v", r)}}
+			}
+		}()
+		o, err := p.target.Execute(actx, item)
+		done <- result{o, err}
+	}()
+
+	var r result
+	select {
+	case r = <-done:
+	case <-actx.Done():
+		select {
+		case r = <-done: // finished at the same moment: keep its answer
+		default:
+			r.err = context.Cause(actx)
+		}
+	}
+	if r.err == nil && len(r.out.Value) == 0 {
+		r.err = &evalrun.Error{Kind: evalrun.ErrorInvalidOutput, Err: errors.New("target returned neither output nor error")}
+	}
+	if r.err != nil && errors.Is(context.Cause(actx), errAttemptTimeout) && ctx.Err() == nil {
+		// This attempt ran out of time but the item has time left: retry.
+		r.err = &evalrun.Error{Kind: evalrun.ErrorTransient, Usage: evalrun.UsageOf(r.err),
+			Err: fmt.Errorf("attempt timed out after %s", p.opts.AttemptTimeout)}
+	}
+	return r.out, r.err
+}
+
+// score runs every scorer in its own goroutine and waits for all of them,
+// or for ctx (and ItemTimeout) to end. cut reports that the run's ctx was
+// cancelled before every scorer finished.
+func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte) (scores []evalrun.ScorerResult, cut bool) {
+	sctx := ctx
+	if p.opts.ItemTimeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, p.opts.ItemTimeout, ErrItemTimeout)
+		defer cancel()
+	}
+	type indexed struct {
+		i int
+		r evalrun.ScorerResult
+	}
+	in := evalrun.ScoreInput{Item: item, Output: output}
+	done := make(chan indexed, len(p.scorers))
+	for i := range p.scorers {
+		go func() { done <- indexed{i, p.scoreOne(sctx, i, in)} }()
+	}
+	scores = make([]evalrun.ScorerResult, len(p.scorers))
+	finished := make([]bool, len(p.scorers))
+	for n := 0; n < len(p.scorers); n++ {
+		select {
+		case d := <-done:
+			scores[d.i], finished[d.i] = d.r, true
+		case <-sctx.Done():
+			if ctx.Err() != nil {
+				return nil, true
+			}
+			for i, ok := range finished {
+				if !ok {
+					scores[i] = evalrun.ScorerResult{
+						Scorer:    p.scorers[i].Name(),
+						Error:     fmt.Sprintf("scorer timed out after %s", p.opts.ItemTimeout),
+						ErrorKind: evalrun.ErrorTimeout,
+					}
+				}
+			}
+			return scores, false
+		}
+	}
+	return scores, false
+}
+
+// scoreOne runs scorer i, turning a panic, an error, a NaN or a value
+// outside [0,1] into that scorer's error.
+func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
+	s := p.scorers[i]
+	r.Scorer = s.Name()
+	defer func() {
+		if v := recover(); v != nil {
+			p.opts.Logger.Error("scorer panicked", "scorer", r.Scorer, "item", in.Item.ID, "panic", v)
+			r = evalrun.ScorerResult{Scorer: s.Name(), Error: fmt.Sprintf("scorer panicked: %v", v), ErrorKind: evalrun.ErrorPanic}
+		}
+	}()
+	sc, err := s.Score(ctx, in)
+	r.Usage = sc.Usage
+	if err != nil {
+		if u := evalrun.UsageOf(err); !u.IsZero() {
+			r.Usage = u
+		}
+		r.Error, r.ErrorKind = err.Error(), evalrun.KindOf(err)
+		return r
+	}
+	if math.IsNaN(sc.Value) || sc.Value < 0 || sc.Value > 1 {
+		r.Error = fmt.Sprintf("score %v is not a number in [0,1]", sc.Value)
+		r.ErrorKind = evalrun.ErrorInvalidOutput
+		return r
+	}
+	v := sc.Value
+	r.Score = &v
+	r.Passed = v >= p.thresholds[i]
+	r.Reason = sc.Reason
+	return r
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
