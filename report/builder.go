@@ -1,0 +1,545 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+)
+
+// Option configures a [Builder].
+type Option func(*config)
+
+type config struct {
+	noItems bool
+}
+
+// WithoutItems omits the per-item rows (Report.Items is nil, JSON null), so
+// that the memory of a huge run's report grows only with its scores (one
+// float64 per scored result per scorer and cohort, for the percentiles),
+// its latencies and its failures.
+func WithoutItems() Option { return func(c *config) { c.noItems = true } }
+
+// Builder aggregates the results of one run into a [Report] in one pass.
+//
+// Results are expected in (index, repeat) order, as the engine and the
+// stores yield them; rows and failures that arrive out of order are sorted
+// when the report is made. Each result must be added once. A Builder is not
+// safe for concurrent use. The zero Builder is not usable: call
+// [NewBuilder].
+type Builder struct {
+	run *evalrun.Run
+	cfg config
+
+	names      []string
+	thresholds []float64
+	index      map[string]int
+	overall    []*scoreAcc
+
+	cohorts  map[string]*cohortAcc
+	untagged *cohortAcc
+
+	results, succeeded, failed int
+
+	usage     usageAcc
+	latencies []float64
+
+	failures       []Failure
+	failuresSorted bool
+
+	adv *advAcc
+
+	items       []ItemRow
+	itemsSorted bool
+	lastIndex   int
+	lastRepeat  int
+}
+
+type cohortAcc struct {
+	count  int
+	failed int
+	accs   []*scoreAcc
+}
+
+// acc returns the accumulator of scorer i, growing the list as needed.
+func (c *cohortAcc) acc(i int) *scoreAcc {
+	for len(c.accs) <= i {
+		c.accs = append(c.accs, &scoreAcc{})
+	}
+	return c.accs[i]
+}
+
+type usageAcc struct {
+	in, out         int64
+	inRep, outRep   int
+	cost            float64
+	costRep         int
+	sIn, sOut       int64
+	sInRep, sOutRep int
+	sCost           float64
+	sCostRep        int
+}
+
+type advAcc struct {
+	count      int
+	categories map[string]*cohortAcc
+	severities SeverityCounts
+	frameworks map[string]int
+}
+
+// NewBuilder returns a Builder for run, whose record gives the report's run
+// block and, in order, its scorers and their thresholds. A scorer met in
+// the results but missing from run.Scorers is added after them with
+// [evalrun.DefaultThreshold]. run may be nil.
+func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
+	if run == nil {
+		run = &evalrun.Run{}
+	}
+	b := &Builder{
+		run:            run,
+		index:          make(map[string]int, len(run.Scorers)),
+		cohorts:        make(map[string]*cohortAcc),
+		failures:       []Failure{},
+		failuresSorted: true,
+		itemsSorted:    true,
+		lastIndex:      -1,
+	}
+	for _, o := range opts {
+		o(&b.cfg)
+	}
+	if !b.cfg.noItems {
+		b.items = []ItemRow{}
+	}
+	for _, s := range run.Scorers {
+		b.scorerIndex(s.Name, s.Threshold)
+	}
+	return b
+}
+
+// Build returns the report of run over results (e.g. a [evalrun.Summary]'s
+// Results).
+func Build(run *evalrun.Run, results []*evalrun.ItemResult, opts ...Option) *Report {
+	b := NewBuilder(run, opts...)
+	for _, r := range results {
+		if r != nil {
+			b.Add(r)
+		}
+	}
+	return b.Report()
+}
+
+// FromStore builds the report of the run with the given id, streaming its
+// results from store. Errors are the store's (evalrun.ErrNotFound for an
+// unknown run) or ctx's.
+func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts ...Option) (*Report, error) {
+	run, err := store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("report: run %s: %w", runID, err)
+	}
+	b := NewBuilder(run, opts...)
+	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+		b.Add(r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report: results of run %s: %w", runID, err)
+	}
+	return b.Report(), nil
+}
+
+func (b *Builder) scorerIndex(name string, threshold float64) int {
+	if i, ok := b.index[name]; ok {
+		return i
+	}
+	i := len(b.names)
+	b.index[name] = i
+	b.names = append(b.names, name)
+	b.thresholds = append(b.thresholds, threshold)
+	b.overall = append(b.overall, &scoreAcc{})
+	return i
+}
+
+// Add aggregates one result. r.Item should be filled (stores and the engine
+// do); without it the row has the result's ItemID, no tags and a null input.
+func (b *Builder) Add(r *evalrun.ItemResult) {
+	b.results++
+	if r.Index < b.lastIndex || r.Index == b.lastIndex && r.Repeat < b.lastRepeat {
+		b.itemsSorted, b.failuresSorted = false, false
+	}
+	b.lastIndex, b.lastRepeat = r.Index, r.Repeat
+
+	id := r.ItemID
+	var meta map[string]any
+	if r.Item != nil {
+		if id == "" {
+			id = r.Item.ID
+		}
+		meta = r.Item.Metadata
+	}
+	tags := tagsOf(r.Item)
+
+	// The cohorts this result counts in.
+	var cohorts [8]*cohortAcc
+	cs := cohorts[:0]
+	if len(tags) == 0 {
+		if b.untagged == nil {
+			b.untagged = &cohortAcc{}
+		}
+		cs = append(cs, b.untagged)
+	}
+	for _, t := range tags {
+		c := b.cohorts[t]
+		if c == nil {
+			c = &cohortAcc{}
+			b.cohorts[t] = c
+		}
+		cs = append(cs, c)
+	}
+	adv := adversarialOf(meta)
+	var advCat *cohortAcc
+	if adv != nil {
+		advCat = b.addAdversarial(adv)
+		cs = append(cs, advCat)
+	}
+	failed := r.Failed()
+	for _, c := range cs {
+		c.count++
+		if failed {
+			c.failed++
+		}
+	}
+
+	if failed {
+		b.failed++
+		kind := r.ErrorKind
+		if kind == "" {
+			kind = evalrun.ErrorPermanent
+		}
+		b.failures = append(b.failures, Failure{
+			Index: r.Index, ItemID: &id, Repeat: r.Repeat, Stage: StageTarget,
+			Kind: &kind, Message: r.Error,
+		})
+	} else {
+		b.succeeded++
+	}
+
+	var row *ItemRow
+	if b.items != nil {
+		b.items = append(b.items, ItemRow{
+			Index: r.Index, Repeat: r.Repeat, ID: id, Tags: tags,
+			Output: validJSON(r.Output), RetryCount: r.RetryCount,
+			Adversarial: adv, Scores: make(ItemScores, 0, len(r.Scores)),
+		})
+		row = &b.items[len(b.items)-1]
+		if r.Item != nil {
+			row.Input = validJSON(r.Item.Input)
+			row.Expected = validJSON(r.Item.Expected)
+		}
+		if failed {
+			msg, kind := r.Error, r.ErrorKind
+			if kind == "" {
+				kind = evalrun.ErrorPermanent
+			}
+			row.Error, row.ErrorKind = &msg, &kind
+		}
+		if r.Latency > 0 {
+			ms := float64(r.Latency) / 1e6
+			row.LatencyMS = &ms
+		}
+	}
+
+	for k := range r.Scores {
+		sr := &r.Scores[k]
+		i := b.scorerIndex(sr.Scorer, evalrun.DefaultThreshold)
+		passed := sr.Score != nil && sr.Passed
+		hasErr := sr.Score == nil
+		b.overall[i].add(sr.Score, passed, hasErr)
+		for _, c := range cs {
+			c.acc(i).add(sr.Score, passed, hasErr)
+		}
+		var errMsg *string
+		if hasErr {
+			msg := sr.Error
+			if msg == "" {
+				msg = "no score"
+			}
+			kind := sr.ErrorKind
+			if kind == "" {
+				kind = evalrun.ErrorPermanent
+			}
+			errMsg = &msg
+			scorer := b.names[i]
+			b.failures = append(b.failures, Failure{
+				Index: r.Index, ItemID: &id, Repeat: r.Repeat, Stage: StageScorer,
+				Scorer: &scorer, Kind: &kind, Message: msg,
+			})
+		}
+		b.usage.addScorer(sr.Usage)
+		if row != nil {
+			is := ItemScore{Scorer: sr.Scorer, Score: sr.Score, Passed: passed, Error: errMsg}
+			if sr.Reason != "" {
+				reason := sr.Reason
+				is.Reason = &reason
+			}
+			row.Scores = append(row.Scores, is)
+		}
+	}
+
+	b.usage.addTarget(r.Usage)
+	if r.Latency > 0 {
+		ms := float64(r.Latency) / 1e6
+		b.latencies = append(b.latencies, ms)
+	}
+}
+
+func (b *Builder) addAdversarial(info *AdversarialInfo) *cohortAcc {
+	if b.adv == nil {
+		b.adv = &advAcc{categories: make(map[string]*cohortAcc), frameworks: make(map[string]int)}
+	}
+	a := b.adv
+	a.count++
+	a.severities.add(info.Severity)
+	for _, f := range info.Frameworks {
+		a.frameworks[f]++
+	}
+	c := a.categories[info.Category]
+	if c == nil {
+		c = &cohortAcc{}
+		a.categories[info.Category] = c
+	}
+	return c
+}
+
+func (u *usageAcc) addTarget(x evalrun.Usage) {
+	if x.InputTokens != nil {
+		u.in += *x.InputTokens
+		u.inRep++
+	}
+	if x.OutputTokens != nil {
+		u.out += *x.OutputTokens
+		u.outRep++
+	}
+	if x.CostUSD != nil {
+		u.cost += *x.CostUSD
+		u.costRep++
+	}
+}
+
+func (u *usageAcc) addScorer(x evalrun.Usage) {
+	if x.InputTokens != nil {
+		u.sIn += *x.InputTokens
+		u.sInRep++
+	}
+	if x.OutputTokens != nil {
+		u.sOut += *x.OutputTokens
+		u.sOutRep++
+	}
+	if x.CostUSD != nil {
+		u.sCost += *x.CostUSD
+		u.sCostRep++
+	}
+}
+
+// Report returns the report of the results added so far. It may be called
+// more than once; adding more results afterwards does not change a report
+// already returned, except that item rows are shared with the builder.
+func (b *Builder) Report() *Report {
+	run := b.run
+	rep := &Report{SchemaVersion: SchemaVersion}
+	rs := &rep.Run
+	rs.ID, rs.Name, rs.Status = run.ID, run.Name, run.Status
+	rs.Dataset = DatasetRef{Name: run.Dataset, Version: run.DatasetVersion}
+	rs.Target = run.Target
+	rs.Total, rs.Succeeded, rs.Failed, rs.Skipped = run.Total, run.Succeeded, run.Failed, run.Skipped
+	if rs.Succeeded+rs.Failed == 0 && b.results > 0 {
+		// A record without counts (a run still being built): count the
+		// results.
+		rs.Succeeded, rs.Failed = b.succeeded, b.failed
+		rs.Total = max(rs.Total, b.results)
+		rs.Skipped = rs.Total - rs.Succeeded - rs.Failed
+	}
+	rs.CompletedWithErrors = run.Status == evalrun.RunCompleted && rs.Failed > 0
+	rs.PersistErrors = run.PersistErrors
+	if !run.StartedAt.IsZero() {
+		t := run.StartedAt
+		rs.StartedAt = &t
+	}
+	if !run.CompletedAt.IsZero() {
+		t := run.CompletedAt
+		rs.CompletedAt = &t
+	}
+	if rs.StartedAt != nil && rs.CompletedAt != nil {
+		d := run.CompletedAt.Sub(run.StartedAt).Milliseconds()
+		rs.DurationMS = &d
+	}
+
+	rep.Scorers = make(ScorerTable, len(b.names))
+	var sum float64
+	var n int
+	for i, name := range b.names {
+		rep.Scorers[i] = b.overall[i].stats(name, b.thresholds[i])
+		if p := rep.Scorers[i].PassRate; p != nil {
+			sum += *p
+			n++
+		}
+	}
+	if n > 0 {
+		rep.MacroPassRate = floatPtr(sum / float64(n))
+	}
+
+	tags := make([]string, 0, len(b.cohorts))
+	for t := range b.cohorts {
+		tags = append(tags, t)
+	}
+	slices.Sort(tags)
+	rep.Cohorts = make(CohortTable, 0, len(tags)+1)
+	for _, t := range tags {
+		tag := t
+		rep.Cohorts = append(rep.Cohorts, Cohort{Key: CohortKey(t), Tag: &tag, Count: b.cohorts[t].count, Scorers: b.table(b.cohorts[t])})
+	}
+	if b.untagged != nil {
+		rep.Cohorts = append(rep.Cohorts, Cohort{Key: UntaggedCohort, Count: b.untagged.count, Scorers: b.table(b.untagged)})
+	}
+
+	rep.Usage = b.usageSummary()
+
+	rep.Failures = b.failures
+	if !b.failuresSorted {
+		rep.Failures = slices.Clone(b.failures)
+		slices.SortStableFunc(rep.Failures, func(x, y Failure) int {
+			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Repeat, y.Repeat))
+		})
+	}
+	if run.PersistErrors > 0 {
+		rep.Failures = append(slices.Clip(rep.Failures), Failure{
+			Index: -1, Stage: StagePersist,
+			Message: fmt.Sprintf("%d result%s could not be stored", run.PersistErrors, plural(run.PersistErrors)),
+		})
+	}
+	rep.Failures = slices.Clip(rep.Failures)
+
+	if b.adv != nil {
+		rep.Adversarial = b.adversarial()
+	}
+
+	rep.Items = b.items
+	if b.items != nil && !b.itemsSorted {
+		rep.Items = slices.Clone(b.items)
+		slices.SortStableFunc(rep.Items, func(x, y ItemRow) int {
+			return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Repeat, y.Repeat))
+		})
+	}
+	rep.Items = slices.Clip(rep.Items)
+	return rep
+}
+
+// table returns the per-scorer statistics of a cohort, every scorer of the
+// run included.
+func (b *Builder) table(c *cohortAcc) ScorerTable {
+	t := make(ScorerTable, len(b.names))
+	for i, name := range b.names {
+		t[i] = c.acc(i).stats(name, b.thresholds[i])
+	}
+	return t
+}
+
+func (b *Builder) usageSummary() UsageSummary {
+	u := &b.usage
+	var s UsageSummary
+	s.InputTokens = intTotal(u.in, u.inRep)
+	s.OutputTokens = intTotal(u.out, u.outRep)
+	s.CostUSD = floatTotal(u.cost, u.costRep)
+	s.Scorers.InputTokens = intTotal(u.sIn, u.sInRep)
+	s.Scorers.OutputTokens = intTotal(u.sOut, u.sOutRep)
+	s.Scorers.CostUSD = floatTotal(u.sCost, u.sCostRep)
+	s.LatencyMS.Reported = len(b.latencies)
+	if len(b.latencies) > 0 {
+		slices.Sort(b.latencies)
+		s.LatencyMS.Mean = floatPtr(mean(b.latencies))
+		s.LatencyMS.P50 = floatPtr(percentile(b.latencies, 0.50))
+		s.LatencyMS.P95 = floatPtr(percentile(b.latencies, 0.95))
+		s.LatencyMS.Max = floatPtr(b.latencies[len(b.latencies)-1])
+	}
+	return s
+}
+
+func (b *Builder) adversarial() *Adversarial {
+	a := b.adv
+	out := &Adversarial{Count: a.count, Severities: a.severities, Frameworks: make(map[string]int, len(a.frameworks))}
+	for f, n := range a.frameworks {
+		out.Frameworks[f] = n
+	}
+	cats := make([]string, 0, len(a.categories))
+	for c := range a.categories {
+		cats = append(cats, c)
+	}
+	slices.Sort(cats)
+	out.Categories = make(AdversarialTable, len(cats))
+	for i, c := range cats {
+		acc := a.categories[c]
+		out.Categories[i] = AdversarialCategory{Category: c, Count: acc.count, Failed: acc.failed, Scorers: b.table(acc)}
+	}
+	return out
+}
+
+func intTotal(sum int64, reported int) IntTotal {
+	t := IntTotal{Reported: reported}
+	if reported > 0 {
+		t.Total = &sum
+	}
+	return t
+}
+
+func floatTotal(sum float64, reported int) FloatTotal {
+	t := FloatTotal{Reported: reported}
+	if reported > 0 {
+		t.Total = &sum
+	}
+	return t
+}
+
+// tagsOf returns the item's tags, trimmed, without empty ones and
+// duplicates, in the item's order.
+func tagsOf(it *evalrun.Item) []string {
+	raw := it.Tags()
+	out := make([]string, 0, len(raw))
+	for _, t := range raw {
+		t = strings.TrimSpace(t)
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// validJSON returns v, nil for an empty value, and the JSON string of its
+// text when v is not valid JSON (so a report can always be written).
+func validJSON(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return nil
+	}
+	if !json.Valid(v) {
+		return evalrun.String(string(v))
+	}
+	return v
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// ptrValue formats a nullable number for people: "—" for nil.
+func ptrValue(p *float64, format string) string {
+	if p == nil || math.IsNaN(*p) {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}

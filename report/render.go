@@ -1,0 +1,100 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+)
+
+// Format names a renderer.
+type Format string
+
+// The formats.
+const (
+	FormatJSON     Format = "json"
+	FormatMarkdown Format = "markdown"
+	FormatJUnit    Format = "junit"
+	// FormatTable is the terminal summary.
+	FormatTable Format = "table"
+)
+
+// Formats lists the formats, for help texts and errors.
+var Formats = []Format{FormatTable, FormatJSON, FormatMarkdown, FormatJUnit}
+
+// ParseFormat returns the format with the given name ("table", "json",
+// "markdown" or "md", "junit" or "xml"). An unknown name is an error
+// wrapping [evalrun.ErrInvalid].
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "table", "terminal", "text":
+		return FormatTable, nil
+	case "json":
+		return FormatJSON, nil
+	case "markdown", "md":
+		return FormatMarkdown, nil
+	case "junit", "xml":
+		return FormatJUnit, nil
+	}
+	return "", fmt.Errorf("%w: unknown report format %q (use table, json, markdown or junit)", evalrun.ErrInvalid, s)
+}
+
+// FormatForPath returns the format a file name's extension asks for: .json,
+// .md or .markdown, .xml for JUnit, .txt for the table; ok is false for any
+// other extension.
+func FormatForPath(path string) (f Format, ok bool) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		return FormatJSON, true
+	case ".md", ".markdown":
+		return FormatMarkdown, true
+	case ".xml":
+		return FormatJUnit, true
+	case ".txt":
+		return FormatTable, true
+	}
+	return "", false
+}
+
+// Write renders rep in format f to w.
+func Write(w io.Writer, rep *Report, f Format) error {
+	switch f {
+	case FormatJSON:
+		return WriteJSON(w, rep)
+	case FormatMarkdown:
+		return WriteMarkdown(w, rep, MarkdownOptions{})
+	case FormatJUnit:
+		return WriteJUnit(w, rep)
+	case FormatTable, "":
+		return WriteTerminal(w, rep)
+	}
+	return fmt.Errorf("%w: unknown report format %q", evalrun.ErrInvalid, f)
+}
+
+// WriteJSON writes rep as the JSON report (schema_version 1), indented by
+// two spaces, fields in a stable order, followed by a newline.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(rep)
+}
+
+// ReadJSON reads a JSON report written by [WriteJSON]. A report of another
+// schema version is an error wrapping [evalrun.ErrInvalid].
+func ReadJSON(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("%w: report: %v", evalrun.ErrInvalid, err)
+	}
+	if rep.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%w: report schema_version %d (this evalrun reads %d)", evalrun.ErrInvalid, rep.SchemaVersion, SchemaVersion)
+	}
+	if rep.Failures == nil {
+		rep.Failures = []Failure{}
+	}
+	return &rep, nil
+}

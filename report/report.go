@@ -1,0 +1,397 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evalrun/evalrun"
+)
+
+// SchemaVersion is the version of the JSON report this package writes. Fields
+// may be added in a later version; none is renamed or removed within one.
+const SchemaVersion = 1
+
+// HistogramBuckets is the number of histogram buckets: ten of width 0.1
+// over [0,1], the last one closed ([0.9, 1.0]).
+const HistogramBuckets = 10
+
+// UntaggedCohort is the key of the cohort of items without any tag. A
+// literal tag of that name is keyed "tag:untagged" instead (see [CohortKey]).
+const UntaggedCohort = "untagged"
+
+// ErrNoItems is returned by the renderers and comparisons that need per-item
+// rows when the report was built without them ([WithoutItems]).
+var ErrNoItems = errors.New("report has no item rows (built without items)")
+
+// Report is the aggregate of one run, shaped exactly like the JSON report
+// (docs/report-schema.md). Pointers to numbers are nil when the number
+// cannot be computed (JSON null).
+type Report struct {
+	SchemaVersion int         `json:"schema_version"`
+	Run           RunSummary  `json:"run"`
+	Scorers       ScorerTable `json:"scorers"`
+	// MacroPassRate is the mean of the scorers' non-null pass rates.
+	MacroPassRate *float64     `json:"macro_pass_rate"`
+	Cohorts       CohortTable  `json:"cohorts"`
+	Usage         UsageSummary `json:"usage"`
+	// Failures lists every target and scorer error in input order, then
+	// one persist entry when results could not be stored. Never nil.
+	Failures []Failure `json:"failures"`
+	// Adversarial is nil unless some item carries metadata.adversarial.
+	Adversarial *Adversarial `json:"adversarial,omitempty"`
+	// Items holds one row per result in input order; nil (JSON null) when
+	// the report was built [WithoutItems].
+	Items []ItemRow `json:"items"`
+}
+
+// Scorer returns the statistics of the named scorer, or nil.
+func (r *Report) Scorer(name string) *ScorerStats { return r.Scorers.Get(name) }
+
+// ScorerNames returns the names of the report's scorers in suite order.
+func (r *Report) ScorerNames() []string {
+	out := make([]string, len(r.Scorers))
+	for i := range r.Scorers {
+		out[i] = r.Scorers[i].Name
+	}
+	return out
+}
+
+// RunSummary is the "run" block: the run record's identity and counts.
+type RunSummary struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Status evalrun.RunStatus `json:"status"`
+	// Dataset is the dataset and the version the run pinned.
+	Dataset DatasetRef         `json:"dataset"`
+	Target  evalrun.TargetInfo `json:"target"`
+	// Total, Succeeded, Failed and Skipped are the run record's counts.
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// CompletedWithErrors is true when the run completed but some items
+	// failed.
+	CompletedWithErrors bool `json:"completed_with_errors"`
+	PersistErrors       int  `json:"persist_errors"`
+	// StartedAt and CompletedAt are nil when the run has not started or
+	// ended; DurationMS is nil unless both are set.
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	DurationMS  *int64     `json:"duration_ms"`
+}
+
+// DatasetRef names a dataset version.
+type DatasetRef struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+}
+
+// ScorerStats aggregates one scorer over a set of results.
+type ScorerStats struct {
+	// Name is the scorer's name, the key of the JSON object.
+	Name string `json:"-"`
+	// Count is the number of scored results (score not null).
+	Count int `json:"count"`
+	// Errors is the number of results on which the scorer failed.
+	Errors int `json:"errors"`
+	// Mean, P50, P95 and PassRate are nil when Count is 0.
+	Mean *float64 `json:"mean"`
+	P50  *float64 `json:"p50"`
+	P95  *float64 `json:"p95"`
+	// PassRate is the share of scored results that passed (score ≥
+	// threshold).
+	PassRate  *float64 `json:"pass_rate"`
+	Threshold float64  `json:"threshold"`
+	// Histogram counts the scores per bucket [i/10, (i+1)/10), the last
+	// bucket including 1.0.
+	Histogram [HistogramBuckets]int `json:"histogram"`
+}
+
+// ScorerTable is a list of scorer statistics in suite order, written as a
+// JSON object keyed by scorer name.
+type ScorerTable []ScorerStats
+
+// Get returns the named scorer's statistics, or nil.
+func (t ScorerTable) Get(name string) *ScorerStats {
+	for i := range t {
+		if t[i].Name == name {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the table as an object in suite order.
+func (t ScorerTable) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (t *ScorerTable) UnmarshalJSON(data []byte) error {
+	*t = ScorerTable{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		s := ScorerStats{Name: key}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		*t = append(*t, s)
+		return nil
+	})
+}
+
+// Cohort aggregates the results of the items carrying one tag, or of the
+// untagged items.
+type Cohort struct {
+	// Key is the JSON key: the tag, "untagged" for the untagged cohort, or
+	// the escaped tag (see [CohortKey]).
+	Key string `json:"-"`
+	// Tag is the literal tag; nil for the untagged cohort.
+	Tag *string `json:"tag"`
+	// Count is the number of results (items × repeats) in the cohort,
+	// failed ones included.
+	Count   int         `json:"count"`
+	Scorers ScorerTable `json:"scorers"`
+}
+
+// CohortTable is a list of cohorts, tags in byte order then the untagged
+// cohort, written as a JSON object.
+type CohortTable []Cohort
+
+// Get returns the cohort with the given key (see [CohortKey]), or nil.
+func (t CohortTable) Get(key string) *Cohort {
+	for i := range t {
+		if t[i].Key == key {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the table as an object in order.
+func (t CohortTable) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(t), func(i int) (string, any) { return t[i].Key, &t[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (t *CohortTable) UnmarshalJSON(data []byte) error {
+	*t = CohortTable{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		c := Cohort{Key: key}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		*t = append(*t, c)
+		return nil
+	})
+}
+
+// CohortKey returns the JSON key of the cohort of tag. Keys must never
+// collide with [UntaggedCohort], so a tag equal to "untagged" or starting
+// with "tag:" is prefixed with "tag:" ("untagged" → "tag:untagged",
+// "tag:x" → "tag:tag:x"); every other tag is its own key. The mapping is
+// one to one.
+func CohortKey(tag string) string {
+	if tag == UntaggedCohort || len(tag) >= 4 && tag[:4] == "tag:" {
+		return "tag:" + tag
+	}
+	return tag
+}
+
+// UsageSummary is the "usage" block. The token and cost blocks count the
+// target's usage (failed attempts included); Scorers counts the scorers'
+// own usage (LLM judges, embeddings) apart.
+type UsageSummary struct {
+	InputTokens  IntTotal     `json:"input_tokens"`
+	OutputTokens IntTotal     `json:"output_tokens"`
+	CostUSD      FloatTotal   `json:"cost_usd"`
+	LatencyMS    LatencyStats `json:"latency_ms"`
+	Scorers      ScorerUsage  `json:"scorers"`
+}
+
+// IntTotal is a summed integer with the number of results that reported
+// it. Total is nil when Reported is 0.
+type IntTotal struct {
+	Total    *int64 `json:"total"`
+	Reported int    `json:"reported"`
+}
+
+// FloatTotal is a summed number with the number of results that reported
+// it. Total is nil when Reported is 0.
+type FloatTotal struct {
+	Total    *float64 `json:"total"`
+	Reported int      `json:"reported"`
+}
+
+// LatencyStats summarizes the results' latencies in milliseconds; a latency
+// of 0 (not measured, e.g. scored saved outputs) is not reported. The
+// numbers are nil when Reported is 0.
+type LatencyStats struct {
+	Mean     *float64 `json:"mean"`
+	P50      *float64 `json:"p50"`
+	P95      *float64 `json:"p95"`
+	Max      *float64 `json:"max"`
+	Reported int      `json:"reported"`
+}
+
+// ScorerUsage is what the scorers consumed; Reported counts scorer verdicts
+// (result × scorer), not results.
+type ScorerUsage struct {
+	InputTokens  IntTotal   `json:"input_tokens"`
+	OutputTokens IntTotal   `json:"output_tokens"`
+	CostUSD      FloatTotal `json:"cost_usd"`
+}
+
+// The stages of a [Failure].
+const (
+	StageTarget  = "target"
+	StageScorer  = "scorer"
+	StagePersist = "persist"
+)
+
+// Failure is one error of the run.
+type Failure struct {
+	// Index is the result's item index (-1 for a persist failure); it
+	// orders failures and is not written.
+	Index int `json:"-"`
+	// ItemID is nil for a persist failure.
+	ItemID *string `json:"item_id"`
+	// Repeat is written only when > 0.
+	Repeat int `json:"repeat,omitempty"`
+	// Stage is target, scorer or persist.
+	Stage string `json:"stage"`
+	// Scorer is set for a scorer failure only.
+	Scorer *string `json:"scorer"`
+	// Kind is the error kind; nil for a persist failure.
+	Kind    *evalrun.ErrorKind `json:"kind"`
+	Message string             `json:"message"`
+}
+
+// ItemRow is one result of the run.
+type ItemRow struct {
+	Index int `json:"index"`
+	// Repeat is written only when > 0.
+	Repeat int    `json:"repeat,omitempty"`
+	ID     string `json:"id"`
+	// Tags are the item's tags, deduplicated, empty ones dropped; never
+	// nil.
+	Tags []string `json:"tags"`
+	// Input, Expected and Output are raw JSON; Expected and Output are nil
+	// (null) when absent.
+	Input      json.RawMessage    `json:"input"`
+	Expected   json.RawMessage    `json:"expected_output"`
+	Output     json.RawMessage    `json:"output"`
+	Error      *string            `json:"error"`
+	ErrorKind  *evalrun.ErrorKind `json:"error_kind"`
+	RetryCount int                `json:"retry_count"`
+	// LatencyMS is nil when the latency was not measured (0).
+	LatencyMS *float64   `json:"latency_ms"`
+	Scores    ItemScores `json:"scores"`
+	// Adversarial is the item's normalized adversarial metadata, if any.
+	Adversarial *AdversarialInfo `json:"adversarial,omitempty"`
+}
+
+// Failed reports whether the target failed on this item.
+func (r *ItemRow) Failed() bool { return r.Error != nil }
+
+// ItemScore is one scorer's verdict in an [ItemRow].
+type ItemScore struct {
+	// Scorer is the scorer's name, the key of the JSON object.
+	Scorer string `json:"-"`
+	// Score is nil when the scorer failed.
+	Score  *float64 `json:"score"`
+	Passed bool     `json:"passed"`
+	Reason *string  `json:"reason"`
+	Error  *string  `json:"error"`
+}
+
+// ItemScores is a list of verdicts in suite order, written as a JSON object
+// keyed by scorer name.
+type ItemScores []ItemScore
+
+// Get returns the named scorer's verdict, or nil.
+func (s ItemScores) Get(name string) *ItemScore {
+	for i := range s {
+		if s[i].Scorer == name {
+			return &s[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the verdicts as an object in suite order.
+func (s ItemScores) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(s), func(i int) (string, any) { return s[i].Scorer, &s[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (s *ItemScores) UnmarshalJSON(data []byte) error {
+	*s = ItemScores{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		v := ItemScore{Scorer: key}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		*s = append(*s, v)
+		return nil
+	})
+}
+
+// marshalObject writes n key/value pairs as a JSON object in order.
+func marshalObject(n int, kv func(i int) (string, any)) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i := range n {
+		k, v := kv(i)
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(kb)
+		buf.WriteByte(':')
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(vb)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// unmarshalObject calls fn with each member of a JSON object, in order. A
+// JSON null gives no member.
+func unmarshalObject(data []byte, fn func(key string, raw json.RawMessage) error) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("report: expected a JSON object, got %v", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if err := fn(key, raw); err != nil {
+			return fmt.Errorf("report: %q: %w", key, err)
+		}
+	}
+	_, err = dec.Token()
+	return err
+}

@@ -1,0 +1,132 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTerminal writes a compact summary of rep for people: the run line,
+// an aligned per-scorer table, the macro pass rate, cohorts, usage and
+// latency, and the first failures. It writes no colour codes.
+func WriteTerminal(w io.Writer, rep *Report) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	run := &rep.Run
+	name := run.Name
+	if name == "" {
+		name = "—"
+	}
+	p("run %s  %s  %s\n", oneLine(run.ID), oneLine(name), run.Status)
+	p("dataset %s v%d  target %s  duration %s\n", oneLine(run.Dataset.Name), run.Dataset.Version,
+		oneLine(targetName(rep)), durationText(run.DurationMS))
+	p("items %d  succeeded %d  failed %d  skipped %d", run.Total, run.Succeeded, run.Failed, run.Skipped)
+	if run.PersistErrors > 0 {
+		p("  not stored %d", run.PersistErrors)
+	}
+	p("\n\n")
+
+	if len(rep.Scorers) > 0 {
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "SCORER\tCOUNT\tERRORS\tMEAN\tP50\tP95\tPASS\tTHRESHOLD\t\n")
+		for _, s := range rep.Scorers {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t\n", oneLine(s.Name), s.Count, s.Errors,
+				ptrValue(s.Mean, "%.3f"), ptrValue(s.P50, "%.3f"), ptrValue(s.P95, "%.3f"), percent(s.PassRate), s.Threshold)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		p("macro pass rate %s\n\n", percent(rep.MacroPassRate))
+	}
+
+	if len(rep.Cohorts) > 1 || len(rep.Cohorts) == 1 && rep.Cohorts[0].Tag != nil {
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "COHORT\tITEMS\t")
+		for _, s := range rep.Scorers {
+			fmt.Fprintf(tw, "%s\t", strings.ToUpper(oneLine(s.Name)))
+		}
+		fmt.Fprintf(tw, "\n")
+		for _, c := range rep.Cohorts {
+			label := "(untagged)"
+			if c.Tag != nil {
+				label = oneLine(*c.Tag)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t", label, c.Count)
+			for _, s := range c.Scorers {
+				fmt.Fprintf(tw, "%s\t", percent(s.PassRate))
+			}
+			fmt.Fprintf(tw, "\n")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		p("\n")
+	}
+
+	u := &rep.Usage
+	p("tokens in %s (%d reported)  out %s (%d reported)  cost %s (%d reported)\n",
+		intText(u.InputTokens.Total), u.InputTokens.Reported, intText(u.OutputTokens.Total), u.OutputTokens.Reported,
+		usd(u.CostUSD.Total), u.CostUSD.Reported)
+	if s := &u.Scorers; s.InputTokens.Reported+s.OutputTokens.Reported+s.CostUSD.Reported > 0 {
+		p("scorer tokens in %s  out %s  cost %s\n", intText(s.InputTokens.Total), intText(s.OutputTokens.Total), usd(s.CostUSD.Total))
+	}
+	l := &u.LatencyMS
+	p("latency mean %s  p50 %s  p95 %s  max %s (%d reported)\n",
+		msText(l.Mean), msText(l.P50), msText(l.P95), msText(l.Max), l.Reported)
+
+	if a := rep.Adversarial; a != nil {
+		p("adversarial %d items in %d categories (critical %d, high %d, medium %d, low %d, unknown %d)\n",
+			a.Count, len(a.Categories), a.Severities.Critical, a.Severities.High, a.Severities.Medium, a.Severities.Low, a.Severities.Unknown)
+	}
+
+	if len(rep.Failures) > 0 {
+		var target, scorer int
+		for _, f := range rep.Failures {
+			switch f.Stage {
+			case StageTarget:
+				target++
+			case StageScorer:
+				scorer++
+			}
+		}
+		p("\nfailures %d (target %d, scorer %d)\n", len(rep.Failures), target, scorer)
+		const shown = 10
+		for i, f := range rep.Failures {
+			if i == shown {
+				p("  … and %d more\n", len(rep.Failures)-shown)
+				break
+			}
+			where := f.Stage
+			if f.Scorer != nil {
+				where += " " + oneLine(*f.Scorer)
+			}
+			p("  %s  %s  %s: %s\n", oneLine(strOr(f.ItemID, "—")), where, kindText(f.Kind), oneLine(truncate(f.Message, 120)))
+		}
+	}
+	return bw.Flush()
+}
+
+// oneLine replaces control characters (newlines, escapes) so that text
+// from the run cannot break the layout or drive the terminal.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func usd(p *float64) string { return ptrValue(p, "$%.4f") }
+
+func msText(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	if *p >= 1000 {
+		return fmt.Sprintf("%.2fs", *p/1000)
+	}
+	return fmt.Sprintf("%.0fms", *p)
+}
