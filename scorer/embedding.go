@@ -47,6 +47,10 @@ type EmbeddingSimilarity struct {
 
 	mu    sync.Mutex
 	cache map[string]*embedCall // expected text → its embedding
+
+	// waiting, when set (by tests), is called when a caller starts to
+	// wait for another's call.
+	waiting func()
 }
 
 // embedCall is one embedding of an expected text, done or in flight. vec
@@ -137,6 +141,9 @@ func (s *EmbeddingSimilarity) expectedVector(ctx context.Context, key string) ([
 			return s.fill(ctx, key, c)
 		}
 		s.mu.Unlock()
+		if s.waiting != nil {
+			s.waiting()
+		}
 		select {
 		case <-c.done:
 		case <-ctx.Done():

@@ -45,9 +45,13 @@ var (
 	_ evalrun.Thresholder = (*Expr)(nil)
 )
 
-// exprEnv declares the variables an expression may use.
-func exprEnv() map[string]any {
-	return map[string]any{"input": nil, "output": nil, "expected": nil, "metadata": map[string]any{}}
+// exprEnv holds the variables of an expression. Their static type is any,
+// so the checker leaves them dynamic.
+type exprEnv struct {
+	Input    any            `expr:"input"`
+	Output   any            `expr:"output"`
+	Expected any            `expr:"expected"`
+	Metadata map[string]any `expr:"metadata"`
 }
 
 // NewExpr compiles opts.Expression and returns an expr scorer. A missing
@@ -61,7 +65,7 @@ func NewExpr(opts ExprOptions) (*Expr, error) {
 	if opts.Expression == "" {
 		return nil, b.configError("expression", errors.New("required"))
 	}
-	prog, err := expr.Compile(opts.Expression, expr.Env(exprEnv()))
+	prog, err := expr.Compile(opts.Expression, expr.Env(exprEnv{}))
 	if err != nil {
 		return nil, b.configError("expression", fmt.Errorf("does not compile: %w", err))
 	}
@@ -74,13 +78,12 @@ func buildExpr(c Config, b base, _ Deps) (evalrun.Scorer, error) {
 
 // Score evaluates the expression for in.
 func (s *Expr) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, error) {
-	env := exprEnv()
-	env["output"] = decodeJSON(in.Output)
+	env := exprEnv{Output: decodeJSON(in.Output), Metadata: map[string]any{}}
 	if it := in.Item; it != nil {
-		env["input"] = decodeJSON(it.Input)
-		env["expected"] = decodeJSON(it.Expected)
+		env.Input = decodeJSON(it.Input)
+		env.Expected = decodeJSON(it.Expected)
 		if it.Metadata != nil {
-			env["metadata"] = it.Metadata
+			env.Metadata = it.Metadata
 		}
 	}
 	res, err := expr.Run(s.program, env)

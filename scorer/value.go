@@ -75,22 +75,31 @@ func text(raw json.RawMessage) string {
 }
 
 // plainString returns the text of raw when it is a JSON string without
-// escape sequences: then the bytes between the quotes are the text.
+// escape sequences (see [plainBody]).
 func plainString(raw []byte) (string, bool) {
+	body, ok := plainBody(raw)
+	return string(body), ok
+}
+
+// plainBody returns the bytes between the quotes of raw when raw is a JSON
+// string without escape sequences: then those bytes are its text.
+func plainBody(raw []byte) ([]byte, bool) {
 	n := len(raw)
 	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
-		return "", false
+		return nil, false
 	}
 	body := raw[1 : n-1]
-	if bytes.IndexByte(body, '\\') >= 0 || bytes.IndexByte(body, '"') >= 0 || !utf8.Valid(body) {
-		return "", false
-	}
 	for _, c := range body {
-		if c < 0x20 { // control characters must be escaped: not valid JSON
-			return "", false
+		// An escape, a quote or a control character (which JSON requires
+		// escaped) needs the decoder.
+		if c == '\\' || c == '"' || c < 0x20 {
+			return nil, false
 		}
 	}
-	return string(body), true
+	if !utf8.Valid(body) {
+		return nil, false
+	}
+	return body, true
 }
 
 // jsonOf returns the JSON that raw denotes for JSON comparisons: the text
