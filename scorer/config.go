@@ -130,11 +130,24 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 		return nil
 	case yaml.MappingNode:
 		known := configKeys()
+		var kind, name string
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			switch node.Content[i].Value {
+			case "kind":
+				kind = node.Content[i+1].Value
+			case "name":
+				name = node.Content[i+1].Value
+			}
+		}
 		for i := 0; i+1 < len(node.Content); i += 2 {
 			k := node.Content[i]
 			if !slices.Contains(known, k.Value) {
-				return &ConfigError{Key: k.Value, Line: k.Line,
-					Err: fmt.Errorf("unknown key; known keys: %s", strings.Join(known, ", "))}
+				allowed := known
+				if b, ok := builders[kind]; ok {
+					allowed = append(slices.Clone(commonKeys), b.keys...)
+				}
+				return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: k.Line,
+					Err: fmt.Errorf("unknown key; known keys: %s", strings.Join(allowed, ", "))}
 			}
 		}
 		type plain Config

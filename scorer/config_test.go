@@ -197,6 +197,10 @@ func TestConfigErrorMessages(t *testing.T) {
 		t.Errorf("invalid regex: %v does not wrap a *syntax.Error", err)
 	}
 	var list []scorer.Config
+	err = yaml.Unmarshal([]byte("- kind: regex\n  name: phone\n  patern: x\n"), &list)
+	if want := `line 3: scorer "phone" (regex): patern: unknown key; known keys: kind, name, threshold, pattern`; err == nil || err.Error() != want {
+		t.Errorf("unknown key: %v, want %s", err, want)
+	}
 	if err := yaml.Unmarshal([]byte("- kind: json_valid\n  threshold: 2\n"), &list); err != nil {
 		t.Fatal(err)
 	}
