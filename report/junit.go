@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 type junitSuites struct {
@@ -47,7 +48,7 @@ type junitCase struct {
 type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Body    string `xml:",chardata"`
+	Body    string `xml:",cdata"`
 }
 
 // WriteJUnit writes rep as JUnit XML for CI systems: a <testsuites> root
@@ -119,18 +120,18 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 		}
 		switch {
 		case it.Error != nil:
-			tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: *it.Error}
+			tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: xmlSafe(*it.Error)}
 			suite.Errors++
 		case len(errs) > 0:
 			tc.Error = &junitProblem{Message: truncate(errs[0], 500), Type: "scorer",
-				Body: strings.Join(append(errs, fails...), "\n")}
+				Body: xmlSafe(strings.Join(append(errs, fails...), "\n"))}
 			suite.Errors++
 		case len(fails) > 0:
 			msg := fails[0]
 			if len(fails) > 1 {
 				msg = fmt.Sprintf("%d scorers below threshold", len(fails))
 			}
-			tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: strings.Join(fails, "\n")}
+			tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: xmlSafe(strings.Join(fails, "\n"))}
 			suite.Failures++
 		}
 		suite.Cases = append(suite.Cases, tc)
@@ -151,3 +152,18 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 
 // seconds formats milliseconds as seconds with millisecond precision.
 func seconds(ms float64) string { return strconv.FormatFloat(ms/1000, 'f', 3, 64) }
+
+// xmlSafe replaces the characters XML 1.0 cannot carry (most control
+// characters, invalid UTF-8) with U+FFFD, for CDATA sections, which
+// encoding/xml writes as they are.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r == 0xFFFE, r == 0xFFFF, r == utf8.RuneError:
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

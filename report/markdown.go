@@ -62,7 +62,7 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 		}
 		p("\n| --- | ---: |%s\n", strings.Repeat(" ---: |", len(rep.Scorers)))
 		for _, c := range rep.Cohorts {
-			name := "*untagged*"
+			name := "*(untagged)*"
 			if c.Tag != nil {
 				name = mdEscape(*c.Tag)
 			}
@@ -90,8 +90,8 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 
 	if a := rep.Adversarial; a != nil {
 		p("### Adversarial\n\n")
-		p("%d items · severity: critical %d, high %d, medium %d, low %d, unknown %d\n\n",
-			a.Count, a.Severities.Critical, a.Severities.High, a.Severities.Medium, a.Severities.Low, a.Severities.Unknown)
+		p("%d item%s · severity: critical %d, high %d, medium %d, low %d, unknown %d\n\n",
+			a.Count, plural(a.Count), a.Severities.Critical, a.Severities.High, a.Severities.Medium, a.Severities.Low, a.Severities.Unknown)
 		p("| category | items | target failed |")
 		for _, s := range rep.Scorers {
 			p(" %s |", mdEscape(s.Name))

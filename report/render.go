@@ -96,5 +96,17 @@ func ReadJSON(r io.Reader) (*Report, error) {
 	if rep.Failures == nil {
 		rep.Failures = []Failure{}
 	}
+	for i := range rep.Items {
+		it := &rep.Items[i]
+		it.Input, it.Expected, it.Output = nullToNil(it.Input), nullToNil(it.Expected), nullToNil(it.Output)
+	}
 	return &rep, nil
+}
+
+// nullToNil maps a JSON null to nil, as the builder leaves absent values.
+func nullToNil(v json.RawMessage) json.RawMessage {
+	if string(v) == "null" {
+		return nil
+	}
+	return v
 }

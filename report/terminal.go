@@ -30,9 +30,9 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 
 	if len(rep.Scorers) > 0 {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "SCORER\tCOUNT\tERRORS\tMEAN\tP50\tP95\tPASS\tTHRESHOLD\t\n")
+		fmt.Fprintf(tw, "SCORER\tCOUNT\tERRORS\tMEAN\tP50\tP95\tPASS\tTHRESHOLD\n")
 		for _, s := range rep.Scorers {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t\n", oneLine(s.Name), s.Count, s.Errors,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", oneLine(s.Name), s.Count, s.Errors,
 				ptrValue(s.Mean, "%.3f"), ptrValue(s.P50, "%.3f"), ptrValue(s.P95, "%.3f"), percent(s.PassRate), s.Threshold)
 		}
 		if err := tw.Flush(); err != nil {
@@ -43,21 +43,21 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 
 	if len(rep.Cohorts) > 1 || len(rep.Cohorts) == 1 && rep.Cohorts[0].Tag != nil {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "COHORT\tITEMS\t")
+		head := []string{"COHORT", "ITEMS"}
 		for _, s := range rep.Scorers {
-			fmt.Fprintf(tw, "%s\t", strings.ToUpper(oneLine(s.Name)))
+			head = append(head, strings.ToUpper(oneLine(s.Name)))
 		}
-		fmt.Fprintf(tw, "\n")
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, c := range rep.Cohorts {
 			label := "(untagged)"
 			if c.Tag != nil {
 				label = oneLine(*c.Tag)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t", label, c.Count)
+			row := []string{label, fmt.Sprint(c.Count)}
 			for _, s := range c.Scorers {
-				fmt.Fprintf(tw, "%s\t", percent(s.PassRate))
+				row = append(row, percent(s.PassRate))
 			}
-			fmt.Fprintf(tw, "\n")
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -77,8 +77,8 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 		msText(l.Mean), msText(l.P50), msText(l.P95), msText(l.Max), l.Reported)
 
 	if a := rep.Adversarial; a != nil {
-		p("adversarial %d items in %d categories (critical %d, high %d, medium %d, low %d, unknown %d)\n",
-			a.Count, len(a.Categories), a.Severities.Critical, a.Severities.High, a.Severities.Medium, a.Severities.Low, a.Severities.Unknown)
+		p("adversarial %d item%s in %d categor%s (critical %d, high %d, medium %d, low %d, unknown %d)\n",
+			a.Count, plural(a.Count), len(a.Categories), map[bool]string{true: "y", false: "ies"}[len(a.Categories) == 1], a.Severities.Critical, a.Severities.High, a.Severities.Medium, a.Severities.Low, a.Severities.Unknown)
 	}
 
 	if len(rep.Failures) > 0 {
@@ -102,7 +102,10 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 			if f.Scorer != nil {
 				where += " " + oneLine(*f.Scorer)
 			}
-			p("  %s  %s  %s: %s\n", oneLine(strOr(f.ItemID, "—")), where, kindText(f.Kind), oneLine(truncate(f.Message, 120)))
+			if f.Kind != nil {
+				where += " " + string(*f.Kind)
+			}
+			p("  %s  %s: %s\n", oneLine(strOr(f.ItemID, "—")), where, oneLine(truncate(f.Message, 120)))
 		}
 	}
 	return bw.Flush()
