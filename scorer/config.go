@@ -150,13 +150,18 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 					Err: fmt.Errorf("unknown key; known keys: %s", strings.Join(allowed, ", "))}
 			}
 		}
-		type plain Config
-		var p plain
-		if err := node.Decode(&p); err != nil {
-			return &ConfigError{Line: node.Line, Err: err}
+		// Decode key by key, so that an error names its key and line.
+		var cfg Config
+		v := reflect.ValueOf(&cfg).Elem()
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, val := node.Content[i], node.Content[i+1]
+			f := v.FieldByIndex(configField(k.Value))
+			if err := val.Decode(f.Addr().Interface()); err != nil {
+				return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: yamlCause(err)}
+			}
 		}
-		*c = Config(p)
-		c.line = node.Line
+		cfg.line = node.Line
+		*c = cfg
 		return nil
 	default:
 		return &ConfigError{Line: node.Line, Err: errors.New("a scorer is a kind name or a mapping with a kind")}
@@ -335,6 +340,33 @@ func New(cfg Config, deps Deps) (evalrun.Scorer, error) {
 		return nil, wrap(err)
 	}
 	return s, nil
+}
+
+// configField returns the index of the Config field of a YAML key.
+func configField(key string) []int {
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if yamlKey(t.Field(i)) == key {
+			return []int{i}
+		}
+	}
+	panic("scorer: no Config field for key " + key)
+}
+
+// yamlCause strips the "yaml: unmarshal errors: line N:" wrapping of a
+// decoding error (the ConfigError carries the line).
+func yamlCause(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if strings.HasPrefix(msg, "line ") {
+			if _, rest, ok := strings.Cut(msg, ": "); ok {
+				msg = rest
+			}
+		}
+		return errors.New(msg)
+	}
+	return err
 }
 
 // commonKeys are the keys of every kind.

@@ -117,6 +117,9 @@ func TestConfigYAMLErrors(t *testing.T) {
 	}{
 		{"unknown key", "- kind: regex\n  patern: x\n", "patern", 2},
 		{"sequence", "- [exact_match]\n", "", 1},
+		{"bad threshold", "- kind: numeric\n  threshold: abc\n", "threshold", 2},
+		{"bad values", "- kind: contains\n  values: {a: 1}\n", "values", 2},
+		{"bad retry_delay", "- kind: llm_judge\n  rubric: ok?\n  retry_delay: soon\n", "retry_delay", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var list []scorer.Config
@@ -200,6 +203,10 @@ func TestConfigErrorMessages(t *testing.T) {
 	err = yaml.Unmarshal([]byte("- kind: regex\n  name: phone\n  patern: x\n"), &list)
 	if want := `line 3: scorer "phone" (regex): patern: unknown key; known keys: kind, name, threshold, pattern`; err == nil || err.Error() != want {
 		t.Errorf("unknown key: %v, want %s", err, want)
+	}
+	err = yaml.Unmarshal([]byte("- kind: numeric\n  tolerance: lots\n"), &list)
+	if want := "line 2: scorer numeric: tolerance: cannot unmarshal !!str `lots` into float64"; err == nil || err.Error() != want {
+		t.Errorf("bad value: %v, want %s", err, want)
 	}
 	if err := yaml.Unmarshal([]byte("- kind: json_valid\n  threshold: 2\n"), &list); err != nil {
 		t.Fatal(err)
