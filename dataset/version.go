@@ -53,19 +53,20 @@ type VersionPlan struct {
 }
 
 // PlanVersion compares items (the next version, in order) with current (the
-// rows of the latest version, ordered by Key; nil for a new dataset) and
-// returns what to write. It validates items first: each must be non-nil,
+// rows of the latest version, ordered by Key) and returns what to write.
+// exists tells whether the dataset has a version yet: importing no items
+// into a new dataset creates an empty first version. It validates items first: each must be non-nil,
 // with a non-empty, unique ID and a non-empty Input; otherwise it returns an
 // error wrapping [evalrun.ErrInvalid] and no plan.
 //
 // Order keys are chosen so that items keeping their relative order keep
 // their rows: inserting, changing or moving one item adds exactly one row.
-func PlanVersion(current []Row, items []*evalrun.Item) (*VersionPlan, error) {
+func PlanVersion(exists bool, current []Row, items []*evalrun.Item) (*VersionPlan, error) {
 	hashes, err := hashItems(items)
 	if err != nil {
 		return nil, err
 	}
-	if len(current) == len(items) && len(current) > 0 {
+	if exists && len(current) == len(items) {
 		same := true
 		for i, it := range items {
 			if current[i].ID != it.ID || !bytes.Equal(current[i].Hash, hashes[i]) {

@@ -82,7 +82,7 @@ func items(ids ...string) []*evalrun.Item {
 func TestPlanVersion(t *testing.T) {
 	var ref int64
 	v1 := items("a", "b", "c", "d", "e")
-	p, err := PlanVersion(nil, v1)
+	p, err := PlanVersion(false, nil, v1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestPlanVersion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := PlanVersion(cur, tt.next)
+			p, err := PlanVersion(true, cur, tt.next)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestPlanVersionRandom(t *testing.T) {
 			ids[a], ids[b] = ids[b], ids[a]
 		}
 		its := items(ids...)
-		p, err := PlanVersion(cur, its)
+		p, err := PlanVersion(v > 0, cur, its)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestPlanVersionInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := PlanVersion(nil, tt.items)
+			_, err := PlanVersion(false, nil, tt.items)
 			if !errors.Is(err, evalrun.ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}

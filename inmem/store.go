@@ -94,7 +94,7 @@ func (s *Store) ImportDataset(_ context.Context, name string, items []*evalrun.I
 	if cur != nil {
 		curRows = cur.rows
 	}
-	plan, err := dataset.PlanVersion(curRows, items)
+	plan, err := dataset.PlanVersion(cur != nil, curRows, items)
 	if err != nil {
 		return evalrun.DatasetVersion{}, false, fmt.Errorf("import dataset %q: %w", name, err)
 	}

@@ -72,8 +72,8 @@ func testImportChanged(t *testing.T, s evalrun.Store) {
 
 	v2items := cloneItems(v1items)
 	v2items[1] = item(v1items[1].ID, "question 1", "a better answer") // changed
-	v2items = append(v2items[:2], v2items[3:]...)                      // item-0002 removed
-	v2items = append(v2items, item("new", "new question", ""))         // added, no expected
+	v2items = append(v2items[:2], v2items[3:]...)                     // item-0002 removed
+	v2items = append(v2items, item("new", "new question", ""))        // added, no expected
 	v, created := mustImport(t, s, "qa", cloneItems(v2items))
 	if !created || v.Version != 2 || v.ItemCount != 4 || v.Added != 1 || v.Changed != 1 || v.Removed != 1 {
 		t.Fatalf("second import = %+v, created=%v; want version 2, 4 items, +1 ~1 -1", v, created)
@@ -153,6 +153,13 @@ func testImportRemoveAll(t *testing.T, s evalrun.Store) {
 	}
 	if got := scanAll(t, s, "qa", 1); len(got) != 3 {
 		t.Fatalf("version 1 lists %d items, want 3", len(got))
+	}
+	if v, created := mustImport(t, s, "qa", nil); created || v.Version != 2 {
+		t.Fatalf("second empty import = %+v, created=%v; want version 2, not created", v, created)
+	}
+	// A new dataset may start empty.
+	if v, created := mustImport(t, s, "empty", nil); !created || v.Version != 1 || v.ItemCount != 0 {
+		t.Fatalf("empty new dataset = %+v, created=%v; want version 1", v, created)
 	}
 }
 

@@ -1,0 +1,161 @@
+// Package sqlite is the embedded [evalrun.Store]: one SQLite file, written
+// through the pure-Go driver modernc.org/sqlite (no cgo).
+//
+// The file is in WAL mode with synchronous=NORMAL and a busy timeout. Every
+// write goes through one writer connection whose transactions begin
+// IMMEDIATE; reads use a separate pool of read-only connections, so a
+// report can read while a run writes, also from another process. The
+// schema is migrated on [Open].
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// DefaultPath is the database file the CLI uses when none is given.
+const DefaultPath = ".evalrun/evalrun.db"
+
+// BusyTimeout is how long a connection waits for a lock held by another
+// connection or process before failing with "database is locked".
+const BusyTimeout = 10 * time.Second
+
+var _ evalrun.Store = (*Store)(nil)
+
+// Store is an [evalrun.Store] in a SQLite file. Use [Open]; it is safe for
+// concurrent use, and several processes may open the same file.
+type Store struct {
+	path   string
+	writer *sql.DB // one connection: SQLite has one writer at a time
+	reader *sql.DB // pooled, query-only
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating it and its parent directories when missing) the
+// SQLite database at path and migrates its schema.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sqlite: empty database path: %w", evalrun.ErrInvalid)
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: create the directory of %s: %w", path, err)
+		}
+	}
+	migrations, err := loadMigrations(migrationFS)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
+	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)"}, "_txlock": {"immediate"}}
+	writer, err := sql.Open("sqlite", path+"?"+w.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, writer, migrations); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	r := url.Values{"_pragma": {busy, "query_only(1)"}}
+	reader, err := sql.Open("sqlite", path+"?"+r.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
+	}
+	reader.SetMaxOpenConns(4)
+	reader.SetMaxIdleConns(4)
+	if err := reader.PingContext(ctx); err != nil {
+		writer.Close()
+		reader.Close()
+		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
+	}
+	return &Store{path: path, writer: writer, reader: reader}, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Closing twice is safe.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.reader.Close(), s.writer.Close())
+	})
+	return s.closeErr
+}
+
+// CountItemRows returns the number of item rows ever stored for the dataset
+// (one per version of an item), 0 for an unknown dataset.
+func (s *Store) CountItemRows(ctx context.Context, dataset string) (int, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM dataset_items WHERE dataset = ?`, dataset).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count item rows of %q: %w", dataset, err)
+	}
+	return n, nil
+}
+
+// micros encodes a time as Unix microseconds, NULL for the zero time.
+func micros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+func nullInt(p *int64) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *p, Valid: true}
+}
+
+func fromNullInt(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+func nullFloat(p *float64) sql.NullFloat64 {
+	if p == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *p, Valid: true}
+}
+
+func fromNullFloat(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Float64
+}
+
+// blob stores nil (and empty) raw JSON as NULL.
+func blob(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
