@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -17,22 +18,71 @@ const resultColumns = `run_id, idx, rep, item_id, output, error, error_kind, att
 	input_tokens, output_tokens, cost_usd, trace_id, cache_hit, started_at, completed_at`
 
 const (
-	insertResultSQL = `INSERT INTO results (` + resultColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, idx, rep) DO NOTHING`
-	replaceResultSQL = `INSERT OR REPLACE INTO results (` + resultColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	deleteScoresSQL  = `DELETE FROM scores WHERE run_id = ? AND idx = ? AND rep = ?`
-	insertScoreSQL   = `INSERT INTO scores (run_id, idx, rep, pos, scorer, score, passed, reason, error, error_kind,
-		input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	resultArgs = 17
+	scoreArgs  = 13
+	// Rows per multi-row INSERT: SQLite allows 32766 parameters.
+	resultChunk = 64
+	scoreChunk  = 128
 )
 
+// valuesSQL returns "INSERT ... VALUES (?, …), (?, …)" for rows rows.
+func valuesSQL(prefix string, args, rows int) string {
+	one := "(" + strings.Repeat("?, ", args-1) + "?)"
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(one)
+	}
+	return b.String()
+}
+
+const (
+	replaceResultPrefix = `INSERT OR REPLACE INTO results (` + resultColumns + `) VALUES `
+	insertScorePrefix   = `INSERT INTO scores (run_id, idx, rep, pos, scorer, score, passed, reason, error, error_kind,
+		input_tokens, output_tokens, cost_usd) VALUES `
+)
+
+var (
+	replaceResultsSQL = valuesSQL(replaceResultPrefix, resultArgs, resultChunk)
+	insertScoresSQL   = valuesSQL(insertScorePrefix, scoreArgs, scoreChunk)
+)
+
+type resultKey struct {
+	run         string
+	index, rept int
+}
+
+// lastOfEachKey drops all but the last result of each key, keeping order.
+func lastOfEachKey(results []*evalrun.ItemResult) []*evalrun.ItemResult {
+	last := make(map[resultKey]int, len(results))
+	for i, r := range results {
+		last[resultKey{r.RunID, r.Index, r.Repeat}] = i
+	}
+	if len(last) == len(results) {
+		return results
+	}
+	out := make([]*evalrun.ItemResult, 0, len(last))
+	for i, r := range results {
+		if last[resultKey{r.RunID, r.Index, r.Repeat}] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // WriteResults implements [evalrun.RunStore]: the batch is one
-// transaction. A new key costs one insert per result and per score; a key
-// written before is replaced along with its scores. It returns an error
+// transaction of multi-row inserts. A key written before (found with one
+// range query per run of the batch) is replaced along with its scores; of a
+// key repeated within the batch, the last result wins. It returns an error
 // wrapping ErrNotFound, writing nothing, when a result's run does not exist.
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
 	if len(results) == 0 {
 		return nil
 	}
+	results = lastOfEachKey(results)
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
@@ -41,56 +91,101 @@ func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult)
 	if err := checkRuns(ctx, tx, results); err != nil {
 		return err
 	}
-	ins, err := tx.PrepareContext(ctx, insertResultSQL)
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
+	if err := deleteOldScores(ctx, tx, results); err != nil {
+		return fmt.Errorf("write results: replace scores: %w", err)
 	}
-	defer ins.Close()
-	insScore, err := tx.PrepareContext(ctx, insertScoreSQL)
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	defer insScore.Close()
-	var repl, del *sql.Stmt
-	args := make([]any, 17)
-	for _, r := range results {
-		args[0], args[1], args[2], args[3], args[4] = r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output)
-		args[5], args[6], args[7], args[8], args[9] = r.Error, string(r.ErrorKind), r.Attempts, r.RetryCount, int64(r.Latency)
-		args[10], args[11], args[12] = nullInt(r.Usage.InputTokens), nullInt(r.Usage.OutputTokens), nullFloat(r.Usage.CostUSD)
-		args[13], args[14], args[15], args[16] = r.TraceID, r.CacheHit, micros(r.StartedAt), micros(r.CompletedAt)
-		res, err := ins.ExecContext(ctx, args...)
+	args := make([]any, 0, resultChunk*resultArgs)
+	for chunk := range slices.Chunk(results, resultChunk) {
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output), r.Error, string(r.ErrorKind),
+				r.Attempts, r.RetryCount, int64(r.Latency), nullInt(r.Usage.InputTokens), nullInt(r.Usage.OutputTokens),
+				nullFloat(r.Usage.CostUSD), r.TraceID, r.CacheHit, micros(r.StartedAt), micros(r.CompletedAt))
+		}
+		if len(chunk) == resultChunk {
+			_, err = tx.StmtContext(ctx, s.replaceResults).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, valuesSQL(replaceResultPrefix, resultArgs, len(chunk)), args...)
+		}
 		if err != nil {
-			return fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
+			return fmt.Errorf("write results %d/%d… of run %q: %w", chunk[0].Index, chunk[0].Repeat, chunk[0].RunID, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			// Written before: replace the result and drop its scores.
-			if repl == nil {
-				if repl, err = tx.PrepareContext(ctx, replaceResultSQL); err != nil {
-					return fmt.Errorf("write results: %w", err)
-				}
-				defer repl.Close()
-				if del, err = tx.PrepareContext(ctx, deleteScoresSQL); err != nil {
-					return fmt.Errorf("write results: %w", err)
-				}
-				defer del.Close()
-			}
-			if _, err := repl.ExecContext(ctx, args...); err != nil {
-				return fmt.Errorf("replace result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
-			}
-			if _, err := del.ExecContext(ctx, r.RunID, r.Index, r.Repeat); err != nil {
-				return fmt.Errorf("replace scores of %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
-			}
+	}
+	args = args[:0]
+	rows := 0
+	flush := func() error {
+		if rows == 0 {
+			return nil
 		}
+		var err error
+		if rows == scoreChunk {
+			_, err = tx.StmtContext(ctx, s.insertScores).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, valuesSQL(insertScorePrefix, scoreArgs, rows), args...)
+		}
+		args, rows = args[:0], 0
+		return err
+	}
+	for _, r := range results {
 		for pos, sc := range r.Scores {
-			if _, err := insScore.ExecContext(ctx, r.RunID, r.Index, r.Repeat, pos, sc.Scorer, nullFloat(sc.Score), sc.Passed,
+			args = append(args, r.RunID, r.Index, r.Repeat, pos, sc.Scorer, nullFloat(sc.Score), sc.Passed,
 				sc.Reason, sc.Error, string(sc.ErrorKind), nullInt(sc.Usage.InputTokens), nullInt(sc.Usage.OutputTokens),
-				nullFloat(sc.Usage.CostUSD)); err != nil {
-				return fmt.Errorf("write score %q of %d/%d of run %q: %w", sc.Scorer, r.Index, r.Repeat, r.RunID, err)
+				nullFloat(sc.Usage.CostUSD))
+			if rows++; rows == scoreChunk {
+				if err := flush(); err != nil {
+					return fmt.Errorf("write scores of run %q: %w", r.RunID, err)
+				}
 			}
 		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("write scores: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("write results: commit: %w", err)
+	}
+	return nil
+}
+
+// deleteOldScores deletes the scores of the batch's keys that were written
+// before. One range query per run finds them; a fresh batch deletes nothing.
+func deleteOldScores(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) error {
+	type span struct{ lo, hi int }
+	spans := map[string]*span{}
+	inBatch := make(map[resultKey]bool, len(results))
+	for _, r := range results {
+		inBatch[resultKey{r.RunID, r.Index, r.Repeat}] = true
+		if sp := spans[r.RunID]; sp == nil {
+			spans[r.RunID] = &span{r.Index, r.Index}
+		} else {
+			sp.lo, sp.hi = min(sp.lo, r.Index), max(sp.hi, r.Index)
+		}
+	}
+	var old []resultKey
+	for run, sp := range spans {
+		rows, err := tx.QueryContext(ctx, `SELECT idx, rep FROM results WHERE run_id = ? AND idx BETWEEN ? AND ?`, run, sp.lo, sp.hi)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			k := resultKey{run: run}
+			if err := rows.Scan(&k.index, &k.rept); err != nil {
+				rows.Close()
+				return err
+			}
+			if inBatch[k] {
+				old = append(old, k)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, k := range old {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM scores WHERE run_id = ? AND idx = ? AND rep = ?`, k.run, k.index, k.rept); err != nil {
+			return err
+		}
 	}
 	return nil
 }

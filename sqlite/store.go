@@ -39,6 +39,9 @@ type Store struct {
 	writer *sql.DB // one connection: SQLite has one writer at a time
 	reader *sql.DB // pooled, query-only
 
+	// Prepared on the writer: the full-size multi-row inserts.
+	replaceResults, insertScores *sql.Stmt
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -85,7 +88,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		reader.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
 	}
-	return &Store{path: path, writer: writer, reader: reader}, nil
+	s := &Store{path: path, writer: writer, reader: reader}
+	if s.replaceResults, err = writer.PrepareContext(ctx, replaceResultsSQL); err == nil {
+		s.insertScores, err = writer.PrepareContext(ctx, insertScoresSQL)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %s: prepare: %w", path, err)
+	}
+	return s, nil
 }
 
 // Path returns the database file's path.
@@ -94,6 +105,11 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. Closing twice is safe.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		for _, st := range []*sql.Stmt{s.replaceResults, s.insertScores} {
+			if st != nil {
+				st.Close()
+			}
+		}
 		s.closeErr = errors.Join(s.reader.Close(), s.writer.Close())
 	})
 	return s.closeErr
