@@ -37,6 +37,8 @@ type Builder struct {
 	cfg config
 
 	names      []string
+	namePtrs   []*string
+	kinds      map[evalrun.ErrorKind]*evalrun.ErrorKind
 	thresholds []float64
 	index      map[string]int
 	overall    []*scoreAcc
@@ -103,6 +105,7 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 	b := &Builder{
 		run:            run,
 		index:          make(map[string]int, len(run.Scorers)),
+		kinds:          make(map[evalrun.ErrorKind]*evalrun.ErrorKind),
 		cohorts:        make(map[string]*cohortAcc),
 		failures:       []Failure{},
 		failuresSorted: true,
@@ -113,7 +116,7 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 		o(&b.cfg)
 	}
 	if !b.cfg.noItems {
-		b.items = []ItemRow{}
+		b.items = make([]ItemRow, 0, min(max(run.Total, 0), 1<<20))
 	}
 	for _, s := range run.Scorers {
 		b.scorerIndex(s.Name, s.Threshold)
@@ -152,6 +155,20 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 	return b.Report(), nil
 }
 
+// kindPtr returns a shared pointer to kind, permanent when empty.
+func (b *Builder) kindPtr(kind evalrun.ErrorKind) *evalrun.ErrorKind {
+	if kind == "" {
+		kind = evalrun.ErrorPermanent
+	}
+	p := b.kinds[kind]
+	if p == nil {
+		k := kind // a fresh variable: &kind would move every call's argument to the heap
+		p = &k
+		b.kinds[kind] = p
+	}
+	return p
+}
+
 func (b *Builder) scorerIndex(name string, threshold float64) int {
 	if i, ok := b.index[name]; ok {
 		return i
@@ -159,6 +176,8 @@ func (b *Builder) scorerIndex(name string, threshold float64) int {
 	i := len(b.names)
 	b.index[name] = i
 	b.names = append(b.names, name)
+	n := name // a fresh variable: &name would move every call's argument to the heap
+	b.namePtrs = append(b.namePtrs, &n)
 	b.thresholds = append(b.thresholds, threshold)
 	b.overall = append(b.overall, &scoreAcc{})
 	return i
@@ -174,6 +193,14 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 	b.lastIndex, b.lastRepeat = r.Index, r.Repeat
 
 	id := r.ItemID
+	var idp *string // &id, made once when a failure needs it
+	idPtr := func() *string {
+		if idp == nil {
+			v := id
+			idp = &v
+		}
+		return idp
+	}
 	var meta map[string]any
 	if r.Item != nil {
 		if id == "" {
@@ -216,13 +243,9 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 
 	if failed {
 		b.failed++
-		kind := r.ErrorKind
-		if kind == "" {
-			kind = evalrun.ErrorPermanent
-		}
 		b.failures = append(b.failures, Failure{
-			Index: r.Index, ItemID: &id, Repeat: r.Repeat, Stage: StageTarget,
-			Kind: &kind, Message: r.Error,
+			Index: r.Index, ItemID: idPtr(), Repeat: r.Repeat, Stage: StageTarget,
+			Kind: b.kindPtr(r.ErrorKind), Message: r.Error,
 		})
 	} else {
 		b.succeeded++
@@ -241,11 +264,8 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 			row.Expected = validJSON(r.Item.Expected)
 		}
 		if failed {
-			msg, kind := r.Error, r.ErrorKind
-			if kind == "" {
-				kind = evalrun.ErrorPermanent
-			}
-			row.Error, row.ErrorKind = &msg, &kind
+			msg := r.Error
+			row.Error, row.ErrorKind = &msg, b.kindPtr(r.ErrorKind)
 		}
 		if r.Latency > 0 {
 			ms := float64(r.Latency) / 1e6
@@ -268,15 +288,10 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 			if msg == "" {
 				msg = "no score"
 			}
-			kind := sr.ErrorKind
-			if kind == "" {
-				kind = evalrun.ErrorPermanent
-			}
 			errMsg = &msg
-			scorer := b.names[i]
 			b.failures = append(b.failures, Failure{
-				Index: r.Index, ItemID: &id, Repeat: r.Repeat, Stage: StageScorer,
-				Scorer: &scorer, Kind: &kind, Message: msg,
+				Index: r.Index, ItemID: idPtr(), Repeat: r.Repeat, Stage: StageScorer,
+				Scorer: b.namePtrs[i], Kind: b.kindPtr(sr.ErrorKind), Message: msg,
 			})
 		}
 		b.usage.addScorer(sr.Usage)

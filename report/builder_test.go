@@ -438,6 +438,13 @@ func TestBuilderUnknownScorerAndCounts(t *testing.T) {
 	}
 }
 
+func TestErrors(t *testing.T) {
+	// 1 target failure + 5 errors of the broken scorer.
+	if got := fixtureReport(t).Errors(); got != 6 {
+		t.Errorf("Errors() = %d, want 6", got)
+	}
+}
+
 func TestEmptyRun(t *testing.T) {
 	rep := Build(fixtureRun(), nil)
 	if len(rep.Scorers) != 3 || rep.MacroPassRate != nil || len(rep.Cohorts) != 0 || len(rep.Failures) != 1 ||
@@ -494,14 +501,21 @@ func BenchmarkBuilder(b *testing.B) {
 			rs[i].Error, rs[i].Scores = "boom", nil
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		bl := NewBuilder(run)
-		for _, r := range rs {
-			bl.Add(r)
-		}
-		if rep := bl.Report(); len(rep.Items) != n {
-			b.Fatal(len(rep.Items))
-		}
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{{"items", nil}, {"without-items", []Option{WithoutItems()}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bl := NewBuilder(run, bc.opts...)
+				for _, r := range rs {
+					bl.Add(r)
+				}
+				if rep := bl.Report(); rep.Scorers[0].Count != n-n/100 {
+					b.Fatal(rep.Scorers[0].Count)
+				}
+			}
+		})
 	}
 }

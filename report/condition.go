@@ -346,11 +346,7 @@ func metricValue(c Condition, rep *Report) *float64 {
 	case "macro_pass_rate":
 		return rep.MacroPassRate
 	case "errors":
-		n := run.Failed
-		for _, s := range rep.Scorers {
-			n += s.Errors
-		}
-		return f(n)
+		return f(rep.Errors())
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	p("## evalrun: %s — %s\n\n", mdEscape(title), run.Status)
 	p("| run | dataset | target | total | succeeded | failed | skipped | duration |\n")
 	p("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
-	p("| `%s` | %s v%d | %s | %d | %d | %d | %d | %s |\n\n",
-		mdCode(run.ID), mdEscape(run.Dataset.Name), run.Dataset.Version, mdEscape(targetName(rep)),
+	p("| `%s` | %s | %s | %d | %d | %d | %d | %s |\n\n",
+		mdCode(run.ID), mdEscape(datasetText(run.Dataset)), mdEscape(targetName(rep)),
 		run.Total, run.Succeeded, run.Failed, run.Skipped, durationText(run.DurationMS))
 
 	p("### Scorers\n\n")
@@ -169,6 +169,13 @@ func targetName(rep *Report) string {
 		return t.Kind
 	}
 	return t.Kind + " " + t.Name
+}
+
+func datasetText(d DatasetRef) string {
+	if d.Name == "" {
+		return "—"
+	}
+	return fmt.Sprintf("%s v%d", d.Name, d.Version)
 }
 
 func durationText(ms *int64) string {

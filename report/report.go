@@ -59,6 +59,16 @@ func (r *Report) ScorerNames() []string {
 	return out
 }
 
+// Errors returns the number of target failures plus every scorer's error
+// count: the run is clean (exit code 0, thresholds aside) when it is 0.
+func (r *Report) Errors() int {
+	n := r.Run.Failed
+	for _, s := range r.Scorers {
+		n += s.Errors
+	}
+	return n
+}
+
 // RunSummary is the "run" block: the run record's identity and counts.
 type RunSummary struct {
 	ID     string            `json:"id"`

@@ -20,7 +20,7 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 		name = "—"
 	}
 	p("run %s  %s  %s\n", oneLine(run.ID), oneLine(name), run.Status)
-	p("dataset %s v%d  target %s  duration %s\n", oneLine(run.Dataset.Name), run.Dataset.Version,
+	p("dataset %s  target %s  duration %s\n", oneLine(datasetText(run.Dataset)),
 		oneLine(targetName(rep)), durationText(run.DurationMS))
 	p("items %d  succeeded %d  failed %d  skipped %d", run.Total, run.Succeeded, run.Failed, run.Skipped)
 	if run.PersistErrors > 0 {
