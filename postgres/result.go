@@ -1,0 +1,281 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	resultCols = []string{"run_id", "idx", "rep", "item_id", "output", "error", "error_kind", "attempts", "retry_count",
+		"latency_ns", "input_tokens", "output_tokens", "cost_usd", "trace_id", "cache_hit", "started_at", "completed_at"}
+	scoreCols = []string{"run_id", "idx", "rep", "pos", "scorer", "score", "passed", "reason", "error", "error_kind",
+		"input_tokens", "output_tokens", "cost_usd"}
+)
+
+type resultKey struct {
+	run         string
+	index, rept int
+}
+
+// lastOfEachKey drops all but the last result of each key, keeping order.
+func lastOfEachKey(results []*evalrun.ItemResult) []*evalrun.ItemResult {
+	last := make(map[resultKey]int, len(results))
+	for i, r := range results {
+		last[resultKey{r.RunID, r.Index, r.Repeat}] = i
+	}
+	if len(last) == len(results) {
+		return results
+	}
+	out := make([]*evalrun.ItemResult, 0, len(last))
+	for i, r := range results {
+		if last[resultKey{r.RunID, r.Index, r.Repeat}] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WriteResults implements [evalrun.RunStore]. The batch is one
+// transaction: the results are copied (COPY) into a temporary table and
+// upserted from there; the keys that existed lose their old scores; the
+// scores are copied in. Of a key repeated within the batch, the last result
+// wins. It returns an error wrapping ErrNotFound, writing nothing, when a
+// result's run does not exist.
+func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	results = lastOfEachKey(results)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tmp_results (LIKE results) ON COMMIT DELETE ROWS`); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tmp_results"}, resultCols, pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
+		r := results[i]
+		return []any{r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output), r.Error, string(r.ErrorKind), r.Attempts, r.RetryCount,
+			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.TraceID, r.CacheHit,
+			ts(r.StartedAt), ts(r.CompletedAt)}, nil
+	})); err != nil {
+		return fmt.Errorf("write results: copy: %w", err)
+	}
+	var missing string
+	err = tx.QueryRow(ctx, `SELECT t.run_id FROM tmp_results t WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = t.run_id) LIMIT 1`).Scan(&missing)
+	if err == nil {
+		return fmt.Errorf("write results: run %q: %w", missing, evalrun.ErrNotFound)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("write results: check runs: %w", err)
+	}
+	// xmax is not 0 on a row the upsert updated: that key had a result.
+	rows, err := tx.Query(ctx, `INSERT INTO results SELECT * FROM tmp_results
+		ON CONFLICT (run_id, idx, rep) DO UPDATE SET item_id = excluded.item_id, output = excluded.output,
+			error = excluded.error, error_kind = excluded.error_kind, attempts = excluded.attempts,
+			retry_count = excluded.retry_count, latency_ns = excluded.latency_ns, input_tokens = excluded.input_tokens,
+			output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, trace_id = excluded.trace_id,
+			cache_hit = excluded.cache_hit, started_at = excluded.started_at, completed_at = excluded.completed_at
+		RETURNING run_id, idx, rep, xmax <> 0`)
+	if err != nil {
+		return fmt.Errorf("write results: upsert: %w", err)
+	}
+	var oldRuns []string
+	var oldIdx, oldRep []int32
+	for rows.Next() {
+		var run string
+		var idx, rep int32
+		var updated bool
+		if err := rows.Scan(&run, &idx, &rep, &updated); err != nil {
+			rows.Close()
+			return fmt.Errorf("write results: upsert: %w", err)
+		}
+		if updated {
+			oldRuns, oldIdx, oldRep = append(oldRuns, run), append(oldIdx, idx), append(oldRep, rep)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("write results: upsert: %w", err)
+	}
+	if len(oldRuns) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM scores WHERE (run_id, idx, rep) IN
+			(SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[]))`, oldRuns, oldIdx, oldRep); err != nil {
+			return fmt.Errorf("write results: replace scores: %w", err)
+		}
+	}
+	var scores [][]any
+	for _, r := range results {
+		for pos, sc := range r.Scores {
+			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, sc.Scorer, sc.Score, sc.Passed, sc.Reason,
+				sc.Error, string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
+		}
+	}
+	if len(scores) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"scores"}, scoreCols, pgx.CopyFromRows(scores)); err != nil {
+			return fmt.Errorf("write results: copy scores: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("write results: commit: %w", err)
+	}
+	return nil
+}
+
+// ScanResults implements [evalrun.RunStore]: one streamed query joining
+// each result with its scores and with its item at the run's pinned
+// version.
+func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
+	run, err := getRun(ctx, s.pool, runID)
+	if err != nil {
+		return err
+	}
+	version := run.DatasetVersion
+	if version == 0 {
+		version, _ = resolveVersion(ctx, s.pool, run.Dataset, 0)
+	}
+	var limit *int
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.idx, r.rep, r.item_id, r.output, r.error, r.error_kind, r.attempts,
+			r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
+			r.started_at, r.completed_at,
+			i.id, i.input, i.expected, i.metadata,
+			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
+		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2 AND (NOT $3::boolean OR error <> '')
+			ORDER BY idx, rep LIMIT $4) r
+		LEFT JOIN dataset_items i ON i.dataset = $5 AND i.item_id = r.item_id
+			AND i.valid_from <= $6 AND (i.valid_to IS NULL OR i.valid_to > $6)
+		LEFT JOIN scores s ON s.run_id = $1 AND s.idx = r.idx AND s.rep = r.rep
+		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version)
+	if err != nil {
+		return fmt.Errorf("scan results of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	order := make(map[string]int, len(run.Scorers))
+	for i, sc := range run.Scorers {
+		order[sc.Name] = i
+	}
+	var cur *evalrun.ItemResult
+	emit := func() error {
+		if cur == nil {
+			return nil
+		}
+		sortScores(cur.Scores, order)
+		r := cur
+		cur = nil
+		return fn(r)
+	}
+	for rows.Next() {
+		var (
+			idx, rep                      int
+			r                             evalrun.ItemResult
+			itemID, errKind               string
+			output                        []byte
+			latency                       int64
+			started, completed            *time.Time
+			rowID                         *int64
+			input, expected, meta         []byte
+			pos                           *int32
+			scorer, reason, scErr, scKind *string
+			score                         *float64
+			passed                        *bool
+			scUsage                       evalrun.Usage
+		)
+		if err := rows.Scan(&idx, &rep, &itemID, &output, &r.Error, &errKind, &r.Attempts, &r.RetryCount,
+			&latency, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.TraceID, &r.CacheHit, &started, &completed,
+			&rowID, &input, &expected, &meta,
+			&pos, &scorer, &score, &passed, &reason, &scErr, &scKind, &scUsage.InputTokens, &scUsage.OutputTokens, &scUsage.CostUSD); err != nil {
+			return fmt.Errorf("scan results of run %q: %w", runID, err)
+		}
+		if cur == nil || cur.Index != idx || cur.Repeat != rep {
+			if err := emit(); err != nil {
+				return err
+			}
+			r.RunID, r.Index, r.Repeat, r.ItemID, r.ErrorKind = runID, idx, rep, itemID, evalrun.ErrorKind(errKind)
+			if len(output) > 0 {
+				r.Output = output
+			}
+			r.Latency = time.Duration(latency)
+			r.StartedAt, r.CompletedAt = fromTS(started), fromTS(completed)
+			if rowID != nil {
+				it := &evalrun.Item{ID: itemID, Input: input}
+				if len(expected) > 0 {
+					it.Expected = expected
+				}
+				if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
+					return fmt.Errorf("item %q of run %q: %w", itemID, runID, err)
+				}
+				r.Item = it
+			}
+			cur = &r
+		}
+		if pos != nil {
+			cur.Scores = append(cur.Scores, evalrun.ScorerResult{
+				Scorer: deref(scorer), Score: score, Passed: passed != nil && *passed, Reason: deref(reason),
+				Error: deref(scErr), ErrorKind: evalrun.ErrorKind(deref(scKind)), Usage: scUsage,
+			})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan results of run %q: %w", runID, err)
+	}
+	return emit()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// sortScores orders scores by their scorer's position in order (the run's
+// scorers); scores of scorers the run does not name follow, as written.
+func sortScores(scores []evalrun.ScorerResult, order map[string]int) {
+	if len(scores) < 2 || len(order) == 0 {
+		return
+	}
+	pos := func(s *evalrun.ScorerResult) int {
+		if p, ok := order[s.Scorer]; ok {
+			return p
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(scores, func(a, b evalrun.ScorerResult) int { return cmp.Compare(pos(&a), pos(&b)) })
+}
+
+// ScanResultKeys implements [evalrun.RunStore].
+func (s *Store) ScanResultKeys(ctx context.Context, runID string, fn func(evalrun.ResultKey) error) error {
+	if _, err := getRun(ctx, s.pool, runID); err != nil {
+		return err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT idx, rep, error <> '' FROM results WHERE run_id = $1 ORDER BY idx, rep`, runID)
+	if err != nil {
+		return fmt.Errorf("scan result keys of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k evalrun.ResultKey
+		if err := rows.Scan(&k.Index, &k.Repeat, &k.Failed); err != nil {
+			return fmt.Errorf("scan result keys of run %q: %w", runID, err)
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan result keys of run %q: %w", runID, err)
+	}
+	return nil
+}

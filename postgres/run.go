@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/jackc/pgx/v5"
+)
+
+// CreateRun implements [evalrun.RunStore]. A zero CreatedAt is set to now.
+func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
+	if run.ID == "" {
+		return fmt.Errorf("create run: empty id: %w", evalrun.ErrInvalid)
+	}
+	scorers := run.Scorers
+	if scorers == nil {
+		scorers = []evalrun.ScorerInfo{}
+	}
+	created := run.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
+		status, total, succeeded, failed, skipped, persist_errors, error, created_at, started_at, completed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (id) DO NOTHING`,
+		run.ID, run.Name, run.Dataset, run.DatasetVersion, run.Target, scorers, blob(run.Config),
+		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		created, ts(run.StartedAt), ts(run.CompletedAt))
+	if err != nil {
+		return fmt.Errorf("create run %q: %w", run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create run: run %q already exists: %w", run.ID, evalrun.ErrInvalid)
+	}
+	return nil
+}
+
+// UpdateRun implements [evalrun.RunStore].
+func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, total = $3, succeeded = $4, failed = $5, skipped = $6,
+		persist_errors = $7, error = $8, started_at = $9, completed_at = $10 WHERE id = $1`,
+		run.ID, string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		ts(run.StartedAt), ts(run.CompletedAt))
+	if err != nil {
+		return fmt.Errorf("update run %q: %w", run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("update run %q: %w", run.ID, evalrun.ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
+	skipped, persist_errors, error, created_at, started_at, completed_at`
+
+func scanRun(row pgx.Row) (*evalrun.Run, error) {
+	r := &evalrun.Run{}
+	var config []byte
+	var status string
+	var started, completed *time.Time
+	if err := row.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &r.Target, &r.Scorers, &config, &status,
+		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Error, &r.CreatedAt, &started, &completed); err != nil {
+		return nil, err
+	}
+	r.Status = evalrun.RunStatus(status)
+	if len(r.Scorers) == 0 {
+		r.Scorers = nil
+	}
+	if len(config) > 0 {
+		r.Config = config
+	}
+	r.CreatedAt, r.StartedAt, r.CompletedAt = r.CreatedAt.UTC(), fromTS(started), fromTS(completed)
+	return r, nil
+}
+
+// GetRun implements [evalrun.RunStore].
+func (s *Store) GetRun(ctx context.Context, id string) (*evalrun.Run, error) {
+	return getRun(ctx, s.pool, id)
+}
+
+func getRun(ctx context.Context, q querier, id string) (*evalrun.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("run %q: %w", id, evalrun.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns implements [evalrun.RunStore]: newest first (by creation time,
+// then id).
+func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.Run, error) {
+	var limit *int
+	if f.Limit > 0 {
+		limit = &f.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE ($1 = '' OR dataset = $1)
+		ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $2`, f.Dataset, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*evalrun.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
