@@ -1,0 +1,130 @@
+package dataset
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+)
+
+// TagSeparator separates the tags of a CSV "tags" cell ("smoke|math"); a
+// comma is not used because it would need quoting in CSV.
+const TagSeparator = "|"
+
+// parseCSV reads a header row (columns id, input, expected_output, tags,
+// any order; only input is required) and one item per record. A cell of
+// input or expected_output that parses as a JSON object or array is that
+// JSON; any other cell is a JSON string of its text. An empty
+// expected_output is absent. tags are split on [TagSeparator] into
+// metadata.tags. Every other column goes to metadata as a string (empty
+// cells omitted), except a column named like a misspelt known column
+// ("expected"), which is rejected.
+func parseCSV(data []byte, file string) ([]record, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = 0
+	csvErr := func(err error) error {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return errorf(file, pe.Line, "malformed CSV: %v", pe.Err)
+		}
+		return errorf(file, 0, "malformed CSV: %v", err)
+	}
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, csvErr(err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		header[i] = h
+		if h == "" {
+			return nil, errorf(file, 1, "column %d has no name", i+1)
+		}
+		if _, dup := col[h]; dup {
+			return nil, errorf(file, 1, "duplicate column %q", h)
+		}
+		switch h {
+		case "id", "input", "expected_output", "tags", "metadata":
+		default:
+			if s := suggest(h); s != "" {
+				return nil, errorf(file, 1, `unknown column %q (did you mean %q? other columns go to metadata: rename it if it is one)`, h, s)
+			}
+		}
+		col[h] = i
+	}
+	if _, ok := col["input"]; !ok {
+		return nil, errorf(file, 1, `missing column "input"`)
+	}
+	if _, ok := col["metadata"]; ok {
+		return nil, errorf(file, 1, `column "metadata" is not allowed: every column other than id, input, expected_output and tags is metadata`)
+	}
+	var recs []record
+	for {
+		fields, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvErr(err)
+		}
+		line, _ := r.FieldPos(0)
+		rec := record{item: &evalrun.Item{}, line: line}
+		for i, cell := range fields {
+			switch name := header[i]; name {
+			case "id":
+				if cell = strings.TrimSpace(cell); cell != "" {
+					rec.item.ID, rec.givenID = cell, true
+				}
+			case "input":
+				if strings.TrimSpace(cell) == "" {
+					return nil, errorf(file, line, `empty "input"`)
+				}
+				rec.item.Input = cellValue(cell)
+			case "expected_output":
+				if strings.TrimSpace(cell) != "" {
+					rec.item.Expected = cellValue(cell)
+				}
+			case "tags":
+				var tags []any
+				for _, t := range strings.Split(cell, TagSeparator) {
+					if t = strings.TrimSpace(t); t != "" {
+						tags = append(tags, t)
+					}
+				}
+				if len(tags) > 0 {
+					meta(rec.item)["tags"] = tags
+				}
+			default:
+				if cell != "" {
+					meta(rec.item)[name] = cell
+				}
+			}
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+func meta(it *evalrun.Item) map[string]any {
+	if it.Metadata == nil {
+		it.Metadata = map[string]any{}
+	}
+	return it.Metadata
+}
+
+// cellValue is the JSON of a cell: the cell itself when it is a JSON object
+// or array, a JSON string of its text otherwise.
+func cellValue(cell string) json.RawMessage {
+	t := strings.TrimSpace(cell)
+	if len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	return evalrun.String(cell)
+}

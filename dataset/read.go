@@ -1,0 +1,462 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+)
+
+// Error is a rejected dataset file: where and why. It wraps
+// [evalrun.ErrInvalid].
+type Error struct {
+	// File is the file's name as given.
+	File string
+	// Line is the 1-based line of the problem, 0 when it concerns the
+	// whole file.
+	Line   int
+	Reason string
+}
+
+// Error returns "file:line: reason", or "file: reason" without a line.
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Reason
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
+}
+
+// Unwrap returns [evalrun.ErrInvalid].
+func (e *Error) Unwrap() error { return evalrun.ErrInvalid }
+
+func errorf(file string, line int, format string, args ...any) error {
+	return &Error{File: file, Line: line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Format is a dataset file format.
+type Format string
+
+// The formats. [ReadFile] picks one by the file's extension: .jsonl and
+// .ndjson are JSONL, .json is JSON, .csv is CSV.
+const (
+	// JSONL: one JSON object per line, blank lines ignored.
+	JSONL Format = "jsonl"
+	// JSON: one JSON array of objects.
+	JSON Format = "json"
+	// CSV: a header row naming the columns, then one item per record.
+	CSV Format = "csv"
+)
+
+// FormatOf returns the format of a file name by its extension.
+func FormatOf(path string) (Format, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".jsonl", ".ndjson":
+		return JSONL, nil
+	case ".json":
+		return JSON, nil
+	case ".csv":
+		return CSV, nil
+	default:
+		return "", errorf(path, 0, "unknown dataset format %q (want .jsonl, .json or .csv)", ext)
+	}
+}
+
+// ReadFile reads the dataset file at path, in the format its extension
+// names (see [FormatOf]). The file is read whole or rejected: any problem
+// gives an [*Error] ("file:line: reason", wrapping [evalrun.ErrInvalid])
+// and no items.
+//
+// Every item is an object with the keys "id" (optional: a string or an
+// integer), "input" (required, any JSON but null), "expected_output"
+// (optional) and "metadata" (optional object; "tags" in it defines
+// cohorts). Any other key is rejected as a likely typo. An item without an
+// id gets one derived from its content (see [DeriveID]).
+func ReadFile(path string) ([]*evalrun.Item, error) {
+	format, err := FormatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset: %w", err)
+	}
+	defer f.Close()
+	return Read(f, path, format)
+}
+
+// Read reads a dataset in the given format from r; name is the file name
+// used in errors. See [ReadFile].
+func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset %s: %w", name, err)
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	var recs []record
+	switch format {
+	case JSONL:
+		recs, err = parseJSONL(data, name)
+	case JSON:
+		recs, err = parseJSONArray(data, name)
+	case CSV:
+		recs, err = parseCSV(data, name)
+	default:
+		return nil, errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errorf(name, 0, "no items")
+	}
+	return assignIDs(recs, name)
+}
+
+// Import reads the dataset file at path (see [ReadFile]) and stores it as
+// the next version of the named dataset. A rejected file writes nothing.
+func Import(ctx context.Context, store evalrun.DatasetStore, name, path string) (evalrun.DatasetVersion, bool, error) {
+	items, err := ReadFile(path)
+	if err != nil {
+		return evalrun.DatasetVersion{}, false, err
+	}
+	return store.ImportDataset(ctx, name, items)
+}
+
+// record is an item as read, with its line and whether its id was given.
+type record struct {
+	item    *evalrun.Item
+	line    int
+	givenID bool
+}
+
+// The top-level keys of an item.
+var knownKeys = []string{"id", "input", "expected_output", "metadata"}
+
+// parseObject turns one JSON object into an item.
+func parseObject(raw []byte, file string, line int) (record, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return record{}, errorf(file, line, "malformed JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return record{}, errorf(file, line, "want a JSON object, got %s", kindOf(raw))
+	}
+	rec := record{item: &evalrun.Item{}, line: line}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return record{}, errorf(file, line, "malformed JSON: %v", err)
+		}
+		key := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return record{}, errorf(file, line, "malformed JSON: %v", err)
+		}
+		if seen[key] {
+			return record{}, errorf(file, line, "duplicate key %q", key)
+		}
+		seen[key] = true
+		isNull := string(val) == "null"
+		switch key {
+		case "id":
+			id, err := parseID(val)
+			if err != nil {
+				return record{}, errorf(file, line, "%v", err)
+			}
+			rec.item.ID, rec.givenID = id, true
+		case "input":
+			if isNull {
+				return record{}, errorf(file, line, `"input" is null`)
+			}
+			rec.item.Input = val
+		case "expected_output":
+			if !isNull {
+				rec.item.Expected = val
+			}
+		case "metadata":
+			if isNull {
+				continue
+			}
+			if err := json.Unmarshal(val, &rec.item.Metadata); err != nil {
+				return record{}, errorf(file, line, `"metadata" must be a JSON object, got %s`, kindOf(val))
+			}
+		default:
+			return record{}, errorf(file, line, "%s", unknownKey(key))
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return record{}, errorf(file, line, "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return record{}, errorf(file, line, "malformed JSON: more than one value on the line")
+	}
+	if rec.item.Input == nil {
+		return record{}, errorf(file, line, `missing "input"`)
+	}
+	return rec, nil
+}
+
+func parseID(val json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(val, &s); err == nil {
+		if s == "" {
+			return "", errors.New(`"id" is empty`)
+		}
+		return s, nil
+	}
+	if _, err := strconv.ParseInt(string(val), 10, 64); err == nil {
+		return string(val), nil
+	}
+	return "", fmt.Errorf(`"id" must be a string or an integer, got %s`, kindOf(val))
+}
+
+// kindOf names the kind of a JSON value, for errors.
+func kindOf(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// unknownKey explains an unknown top-level key, suggesting the known key it
+// likely misspells.
+func unknownKey(key string) string {
+	if s := suggest(key); s != "" {
+		return fmt.Sprintf(`unknown key %q (did you mean %q? extra fields belong in "metadata")`, key, s)
+	}
+	return fmt.Sprintf(`unknown key %q (extra fields belong in "metadata")`, key)
+}
+
+// suggest returns the known key that key likely misspells, or "": the same
+// up to case and separators, within two edits, or a prefix of at least
+// five letters ("expected" for "expected_output").
+func suggest(key string) string {
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		return strings.NewReplacer("_", "", "-", "", " ", "", ".", "").Replace(s)
+	}
+	k := norm(key)
+	if k == "" {
+		return ""
+	}
+	for _, known := range knownKeys {
+		n := norm(known)
+		if k == n || (len(k) >= 5 && strings.HasPrefix(n, k)) || (len(k) >= 4 && editDistance(k, n) <= 2) {
+			return known
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func parseJSONL(data []byte, file string) ([]record, error) {
+	var recs []record
+	line := 0
+	for len(data) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		if !json.Valid(l) {
+			var v any
+			err := json.Unmarshal(l, &v)
+			return nil, errorf(file, line, "malformed JSON: %v", err)
+		}
+		rec, err := parseObject(l, file, line)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+func parseJSONArray(data []byte, file string) ([]record, error) {
+	lines := newLineIndex(data)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	syntax := func(err error) error {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return errorf(file, lines.at(int(se.Offset)), "malformed JSON: %v", err)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return errorf(file, lines.at(len(data)), "malformed JSON: unexpected end of file")
+		}
+		return errorf(file, 0, "malformed JSON: %v", err)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntax(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		hint := ""
+		if d, ok := tok.(json.Delim); ok && d == '{' {
+			hint = " (for one object per line, name the file .jsonl)"
+		}
+		return nil, errorf(file, lines.at(int(dec.InputOffset())-1), "want a JSON array of items%s", hint)
+	}
+	var recs []record
+	for dec.More() {
+		start := lines.skipSpace(int(dec.InputOffset()))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntax(err)
+		}
+		rec, err := parseObject(raw, file, lines.at(start))
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntax(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errorf(file, lines.at(int(dec.InputOffset())), "malformed JSON: unexpected content after the array")
+	}
+	return recs, nil
+}
+
+// lineIndex maps byte offsets to 1-based line numbers.
+type lineIndex struct {
+	data   []byte
+	starts []int // starts[i] is the offset of line i+1
+}
+
+func newLineIndex(data []byte) *lineIndex {
+	li := &lineIndex{data: data, starts: []int{0}}
+	for i, c := range data {
+		if c == '\n' {
+			li.starts = append(li.starts, i+1)
+		}
+	}
+	return li
+}
+
+func (li *lineIndex) at(off int) int {
+	lo, hi := 0, len(li.starts)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if li.starts[m] <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// skipSpace returns the offset of the next value from off, past spaces and
+// a separating comma.
+func (li *lineIndex) skipSpace(off int) int {
+	for off < len(li.data) {
+		switch li.data[off] {
+		case ' ', '\t', '\r', '\n', ',':
+			off++
+			continue
+		}
+		break
+	}
+	return off
+}
+
+// DeriveID returns the id of an item that has none: the first 12 hex
+// digits of the SHA-256 of its canonical input and expected output (see
+// [evalrun.Canonical]), so that the same content gets the same id whatever
+// its formatting. [ReadFile] numbers repeats of identical content "-2",
+// "-3"… in file order.
+func DeriveID(it *evalrun.Item) string {
+	h := sha256.New()
+	for _, v := range []json.RawMessage{it.Input, it.Expected} {
+		c, err := evalrun.Canonical(v)
+		if err != nil {
+			c = bytes.TrimSpace(v)
+		}
+		h.Write(c)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func assignIDs(recs []record, file string) ([]*evalrun.Item, error) {
+	given := make(map[string]int, len(recs))
+	for _, r := range recs {
+		if !r.givenID {
+			continue
+		}
+		if first, dup := given[r.item.ID]; dup {
+			return nil, errorf(file, r.line, "duplicate id %q (first on line %d)", r.item.ID, first)
+		}
+		given[r.item.ID] = r.line
+	}
+	used := make(map[string]bool, len(recs))
+	items := make([]*evalrun.Item, len(recs))
+	for i, r := range recs {
+		if !r.givenID {
+			base := DeriveID(r.item)
+			id := base
+			for n := 2; used[id] || given[id] != 0; n++ {
+				id = fmt.Sprintf("%s-%d", base, n)
+			}
+			r.item.ID = id
+		}
+		used[r.item.ID] = true
+		items[i] = r.item
+	}
+	return items, nil
+}
