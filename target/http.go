@@ -1,0 +1,276 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/evalrun/evalrun"
+)
+
+// HTTPConfig configures an [HTTP] target. The yaml keys are the suite file's.
+type HTTPConfig struct {
+	// URL is the endpoint, http or https. Required.
+	URL string `yaml:"url" json:"url"`
+	// Method is the HTTP method; default POST.
+	Method string `yaml:"method" json:"method,omitempty"`
+	// Headers are sent with every request. Content-Type defaults to
+	// application/json when a body is sent.
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Body is a [Template] for the request body. When empty, POST and the
+	// other methods with a body send {"id": ID, "input": INPUT}; GET, HEAD,
+	// DELETE and OPTIONS send none.
+	Body string `yaml:"body" json:"body,omitempty"`
+	// Output is a gjson path into the JSON response picking the output;
+	// empty means the whole body.
+	Output string `yaml:"output" json:"output,omitempty"`
+	// MaxResponseBytes caps the response body; 0 means
+	// [DefaultMaxResponseBytes]. A larger body is a permanent error.
+	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes,omitempty"`
+
+	// Client sends the requests; nil means a client of the target's own
+	// (closed by Close). It should have no timeout of its own: the
+	// engine's deadlines apply through the context.
+	Client *http.Client `yaml:"-" json:"-"`
+	// Clock is the time Retry-After dates are measured from; nil means
+	// evalrun.SystemClock.
+	Clock evalrun.Clock `yaml:"-" json:"-"`
+}
+
+// Validate reports the first bad value as a *[ConfigError] naming its key.
+func (c *HTTPConfig) Validate() error {
+	_, err := c.check()
+	return err
+}
+
+// check validates c and returns the parsed body template, if any.
+func (c *HTTPConfig) check() (*Template, error) {
+	if c.URL == "" {
+		return nil, configErrorf("url", "required")
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return nil, configErrorf("url", "invalid URL %q: %w", c.URL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, configErrorf("url", "%q: scheme must be http or https", c.URL)
+	}
+	if u.Host == "" {
+		return nil, configErrorf("url", "%q: missing host", c.URL)
+	}
+	if c.Method != "" && !validToken(c.Method) {
+		return nil, configErrorf("method", "invalid HTTP method %q", c.Method)
+	}
+	for k, v := range c.Headers {
+		if !validToken(k) {
+			return nil, configErrorf("headers", "invalid header name %q", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, configErrorf("headers", "invalid value for header %q", k)
+		}
+	}
+	if c.MaxResponseBytes < 0 {
+		return nil, configErrorf("max_response_bytes", "must not be negative, got %d", c.MaxResponseBytes)
+	}
+	if c.Body == "" {
+		return nil, nil
+	}
+	return ParseTemplate("body", c.Body)
+}
+
+// HTTP is a target calling a JSON HTTP endpoint. Each item is one request;
+// a 2xx response's body (or the part its output path picks) is the output.
+// A non-2xx status is an error, never scored; see the package
+// documentation for the error classes. It is safe for concurrent use.
+type HTTP struct {
+	url     string
+	method  string
+	header  http.Header
+	body    *Template
+	noBody  bool
+	path    string
+	max     int64
+	client  *http.Client
+	ownsCli bool
+	clock   evalrun.Clock
+}
+
+var (
+	_ evalrun.Target = (*HTTP)(nil)
+	_ evalrun.Closer = (*HTTP)(nil)
+)
+
+// NewHTTP returns an HTTP target, or a *[ConfigError] for bad config.
+func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
+	body, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	t := &HTTP{
+		url:    cfg.URL,
+		method: strings.ToUpper(cfg.Method),
+		header: make(http.Header, len(cfg.Headers)+1),
+		body:   body,
+		path:   cfg.Output,
+		max:    cfg.MaxResponseBytes,
+		client: cfg.Client,
+		clock:  cfg.Clock,
+	}
+	if t.method == "" {
+		t.method = http.MethodPost
+	}
+	switch t.method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions:
+		t.noBody = body == nil
+	}
+	for k, v := range cfg.Headers {
+		t.header.Set(k, v)
+	}
+	if !t.noBody && t.header.Get("Content-Type") == "" {
+		t.header.Set("Content-Type", "application/json")
+	}
+	if t.header.Get("Accept") == "" {
+		t.header.Set("Accept", "application/json")
+	}
+	if t.max == 0 {
+		t.max = DefaultMaxResponseBytes
+	}
+	if t.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		t.client = &http.Client{Transport: tr}
+		t.ownsCli = true
+	}
+	if t.clock == nil {
+		t.clock = evalrun.SystemClock
+	}
+	return t, nil
+}
+
+// defaultBody is the request body sent when no template is configured.
+type defaultBody struct {
+	ID    string          `json:"id"`
+	Input json.RawMessage `json:"input"`
+}
+
+// Execute sends one request for item and returns the picked output.
+func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
+	var body io.Reader
+	switch {
+	case t.body != nil:
+		s, err := t.body.Render(item)
+		if err != nil {
+			return evalrun.Output{}, err
+		}
+		body = strings.NewReader(s)
+	case !t.noBody:
+		b, err := json.Marshal(defaultBody{ID: item.ID, Input: item.Input})
+		if err != nil {
+			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("encode request: %w", err))
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, t.method, t.url, body)
+	if err != nil {
+		return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("build request: %w", err))
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return evalrun.Output{}, ClassifyTransport(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		msg := fmt.Errorf("%s %s", t.method, req.URL.Redacted())
+		if s := strings.TrimSpace(strings.ToValidUTF8(string(snippet), "\uFFFD")); s != "" {
+			msg = fmt.Errorf("%s %s: %s", t.method, req.URL.Redacted(), s)
+		}
+		return evalrun.Output{}, ClassifyStatus(resp.StatusCode, resp.Header, t.clock.Now(), msg)
+	}
+	if resp.ContentLength > t.max {
+		return evalrun.Output{}, malformed(resp.StatusCode, fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, t.max))
+	}
+	raw, err := ReadLimited(resp.Body, t.max)
+	if err != nil {
+		return evalrun.Output{}, ClassifyTransport(err)
+	}
+	v, err := t.pick(raw, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return evalrun.Output{}, malformed(resp.StatusCode, err)
+	}
+	return evalrun.Output{Value: v}, nil
+}
+
+// pick extracts the output from a 2xx body.
+func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
+	if err := CheckUTF8(raw); err != nil {
+		return nil, err
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%w: empty body", ErrMalformedResponse)
+	}
+	if t.path == "" {
+		if json.Valid(raw) {
+			return raw, nil
+		}
+		if mt, _, _ := mime.ParseMediaType(contentType); mt == "text/plain" {
+			return evalrun.String(string(raw)), nil
+		}
+		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
+	}
+	if !gjson.ValidBytes(raw) {
+		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
+	}
+	res := gjson.GetBytes(raw, t.path)
+	if !res.Exists() {
+		return nil, fmt.Errorf("%w: output path %q not found", ErrMalformedResponse, t.path)
+	}
+	return json.RawMessage(res.Raw), nil
+}
+
+// malformed returns err as a permanent error of a 2xx response.
+func malformed(status int, err error) error {
+	var ee *evalrun.Error
+	if asEvalErr(err, &ee) {
+		ee.StatusCode = status
+		return ee
+	}
+	return &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: status, Err: err}
+}
+
+// Close releases the idle connections of the target's own client.
+func (t *HTTP) Close() error {
+	if t.ownsCli {
+		t.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+// validToken reports whether s is an HTTP token (RFC 9110 §5.6.2), as
+// header names and methods are.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
