@@ -1,10 +1,13 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/evalrun/evalrun/dataset"
 	"github.com/evalrun/evalrun/sqlite"
 	"github.com/evalrun/evalrun/storetest"
 )
@@ -21,4 +24,34 @@ func BenchmarkWriteResults(b *testing.B) {
 			storetest.BenchWriteResults(b, s, batch)
 		})
 	}
+}
+
+// BenchmarkImportJSONL: read a 100,000-item JSONL file and import it as a
+// new dataset: go test -run '^$' -bench ImportJSONL -benchtime 3x ./sqlite/
+func BenchmarkImportJSONL(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	path := filepath.Join(dir, "items.jsonl")
+	var buf bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&buf, `{"id":"q%06d","input":{"question":"What is %d + %d?","context":"arithmetic"},"expected_output":"%d","metadata":{"tags":["math","easy"]}}`+"\n", i, i, i, 2*i)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := sqlite.Open(b.Context(), filepath.Join(dir, "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.SetBytes(int64(buf.Len()))
+	i := 0
+	for b.Loop() {
+		i++
+		v, created, err := dataset.Import(b.Context(), s, fmt.Sprintf("ds%d", i), path)
+		if err != nil || !created || v.ItemCount != n {
+			b.Fatalf("import: %+v created=%v %v", v, created, err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(i), "s/import")
 }

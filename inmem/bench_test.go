@@ -1,0 +1,18 @@
+package inmem_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/storetest"
+)
+
+// BenchmarkWriteResults: go test -run '^$' -bench WriteResults ./inmem/
+func BenchmarkWriteResults(b *testing.B) {
+	for _, batch := range []int{256, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			storetest.BenchWriteResults(b, inmem.New(), batch)
+		})
+	}
+}
