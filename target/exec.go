@@ -1,0 +1,302 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/evalrun/evalrun"
+)
+
+// stderrTail is how much of a program's standard error an error keeps.
+const stderrTail = 4 << 10
+
+// ExecConfig configures an [Exec] target. The yaml keys are the suite
+// file's.
+type ExecConfig struct {
+	// Command is the program and its arguments; the program is looked up
+	// in PATH when it has no slash. Required.
+	Command []string `yaml:"command" json:"command"`
+	// Env is added to the environment evalrun runs with (and overrides
+	// variables of the same name).
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// Dir is the working directory; empty means evalrun's.
+	Dir string `yaml:"dir" json:"dir,omitempty"`
+	// MaxOutputBytes caps standard output; 0 means
+	// [DefaultMaxResponseBytes]. More is a permanent error.
+	MaxOutputBytes int64 `yaml:"max_output_bytes" json:"max_output_bytes,omitempty"`
+}
+
+// Validate reports the first bad value as a *[ConfigError] naming its key.
+func (c *ExecConfig) Validate() error {
+	if len(c.Command) == 0 || c.Command[0] == "" {
+		return configErrorf("command", "required: a list [program, args...]")
+	}
+	for k := range c.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return configErrorf("env", "invalid variable name %q", k)
+		}
+	}
+	if c.Dir != "" {
+		fi, err := os.Stat(c.Dir)
+		if err != nil {
+			return configErrorf("dir", "%w", err)
+		}
+		if !fi.IsDir() {
+			return configErrorf("dir", "%q is not a directory", c.Dir)
+		}
+	}
+	if c.MaxOutputBytes < 0 {
+		return configErrorf("max_output_bytes", "must not be negative, got %d", c.MaxOutputBytes)
+	}
+	return nil
+}
+
+// Exec is a target running a local program once per item.
+//
+// The program reads the item as one JSON object on standard input,
+// {"id", "input", "expected_output", "metadata"} (absent fields omitted),
+// followed by a newline, and writes its output to standard output:
+//
+//   - standard output that is valid JSON (surrounding white space ignored)
+//     is the output as that JSON value: print {"answer": 4} for an object,
+//     4 for a number, "4" for the string 4;
+//   - anything else is text: the output is a JSON string of it, with one
+//     trailing newline ("\n" or "\r\n") removed;
+//   - output that is not valid UTF-8 is a permanent error ([ErrInvalidUTF8]).
+//
+// A non-zero exit status is a permanent error, an *[ExecError] carrying the
+// tail of standard error. The program runs in its own process group. When
+// ctx ends (a timeout or a cancel) the whole group is killed with SIGKILL,
+// and when the program exits any process it left behind in its group is
+// killed too, so no child outlives the item (a process that starts its own
+// session escapes this). The timeout of one attempt is transient, a cancel
+// is canceled. Exec is safe for concurrent use.
+type Exec struct {
+	path string
+	args []string
+	env  []string
+	dir  string
+	max  int64
+}
+
+var _ evalrun.Target = (*Exec)(nil)
+
+// NewExec returns an Exec target, or a *[ConfigError] for bad config. A
+// program that cannot be found is a config error of "command".
+func NewExec(cfg ExecConfig) (*Exec, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	path, err := exec.LookPath(cfg.Command[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return nil, configErrorf("command", "%w", err)
+	}
+	x := &Exec{path: path, args: cfg.Command[1:], dir: cfg.Dir, max: cfg.MaxOutputBytes}
+	if x.max == 0 {
+		x.max = DefaultMaxResponseBytes
+	}
+	if len(cfg.Env) > 0 {
+		keys := make([]string, 0, len(cfg.Env))
+		for k := range cfg.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		x.env = os.Environ()
+		for _, k := range keys {
+			x.env = append(x.env, k+"="+cfg.Env[k])
+		}
+	}
+	return x, nil
+}
+
+// ExecError is a program's failure: a non-zero exit status, a signal, or
+// being killed when its context ended (then Err wraps the context's cause).
+type ExecError struct {
+	// ExitCode is the exit status, or -1 when a signal ended the program.
+	ExitCode int
+	// Stderr is the tail (the last 4 KB) of the program's standard error.
+	Stderr string
+	// Err is the underlying *exec.ExitError or start error.
+	Err error
+}
+
+// Error returns the exit status and standard error.
+func (e *ExecError) Error() string {
+	msg := e.Err.Error()
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// execInput is the JSON a program reads on standard input.
+type execInput struct {
+	ID       string          `json:"id"`
+	Input    json.RawMessage `json:"input"`
+	Expected json.RawMessage `json:"expected_output,omitempty"`
+	Metadata map[string]any  `json:"metadata,omitempty"`
+}
+
+// Execute runs the program for item.
+func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
+	in, err := json.Marshal(execInput{ID: item.ID, Input: item.Input, Expected: item.Expected, Metadata: item.Metadata})
+	if err != nil {
+		return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("encode item: %w", err))
+	}
+	in = append(in, '\n')
+	if err := ctx.Err(); err != nil {
+		return evalrun.Output{}, ClassifyTransport(context.Cause(ctx))
+	}
+
+	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
+	for i := 0; i < len(pipes); i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeAll(pipes[:i]...)
+			return evalrun.Output{}, evalrun.Transient(fmt.Errorf("exec: %w", err))
+		}
+	}
+	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	cmd := exec.Command(x.path, x.args...)
+	cmd.Env, cmd.Dir = x.env, x.dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	closeAll(stdinR, stdoutW, stderrW) // the child holds its own copies
+	if err != nil {
+		closeAll(stdinW, stdoutR, stderrR)
+		return evalrun.Output{}, evalrun.Permanent(&ExecError{ExitCode: -1, Err: fmt.Errorf("start %s: %w", x.path, err)})
+	}
+	pgid := cmd.Process.Pid
+	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	// Feed stdin and drain stdout and stderr concurrently; the pipes reach
+	// EOF when every process of the group has died.
+	go func() {
+		_, _ = stdinW.Write(in) // EPIPE when the program does not read it
+		_ = stdinW.Close()
+	}()
+	stderr := &tailBuffer{max: stderrTail}
+	var stdout []byte
+	var stdoutErr error
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		if stdout, stdoutErr = ReadLimited(stdoutR, x.max); stdoutErr != nil {
+			killGroup() // too much output: stop the program
+		}
+	})
+	readers.Go(func() { _, _ = io.Copy(stderr, stderrR) })
+
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-waitc:
+	case <-ctx.Done():
+		killGroup()
+		waitErr = <-waitc
+	}
+	killGroup() // whatever the program left behind in its group
+	x.drain(&readers, stdoutR, stderrR)
+
+	if ctx.Err() != nil {
+		return evalrun.Output{}, ClassifyTransport(&ExecError{ExitCode: -1, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, context.Cause(ctx))})
+	}
+	if stdoutErr != nil {
+		return evalrun.Output{}, ClassifyTransport(fmt.Errorf("exec %s: stdout: %w", x.path, stdoutErr))
+	}
+	if waitErr != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			code = ee.ExitCode()
+		}
+		return evalrun.Output{}, evalrun.Permanent(&ExecError{ExitCode: code, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, waitErr)})
+	}
+	v, err := stdoutValue(stdout)
+	if err != nil {
+		return evalrun.Output{}, err
+	}
+	return evalrun.Output{Value: v}, nil
+}
+
+// drainGrace is how long the readers may take once the process group is
+// dead; only a process that left the group can hold the pipes longer.
+const drainGrace = 2 * time.Second
+
+// drain waits for the pipe readers, closing the pipes after drainGrace so
+// that a process that escaped the group cannot block the item.
+func (x *Exec) drain(readers *sync.WaitGroup, files ...*os.File) {
+	done := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(drainGrace):
+		closeAll(files...) // unblocks the reads
+		<-done
+	}
+	closeAll(files...)
+}
+
+// stdoutValue turns a program's standard output into an output value.
+func stdoutValue(b []byte) (json.RawMessage, error) {
+	if err := CheckUTF8(b); err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && json.Valid(t) {
+		return t, nil
+	}
+	s := string(b)
+	if strings.HasSuffix(s, "\r\n") {
+		s = s[:len(s)-2]
+	} else if strings.HasSuffix(s, "\n") {
+		s = s[:len(s)-1]
+	}
+	return evalrun.String(s), nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it. It is safe for
+// concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.b), "\uFFFD")
+}
