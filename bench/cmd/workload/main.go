@@ -1,0 +1,392 @@
+// Command workload runs evalrun end to end on the standard workloads of
+// docs/benchmarks.md and prints one line per workload: wall time, peak RSS,
+// items/s, ratio to the ideal time, what the mock saw (requests, peak
+// in-flight) and the pass count.
+//
+//	go run ./bench/cmd/workload [-reps 3] [W1 W2 ...]
+//
+// It builds evalrun (CGO_ENABLED=0, as shipped) into a temporary folder
+// unless -evalrun names a binary, serves the mock (package bench/mock)
+// in-process on 127.0.0.1, writes each workload's dataset and suite into the
+// temporary folder, and runs `evalrun run SUITE --db FRESH.db`: the default
+// SQLite store, in a new file per run. Wall time and peak RSS are the evalrun
+// process's whole life (wait4 rusage), startup and persistence included.
+// With -reps N every workload runs N times and the line gives medians; the
+// runs themselves go to standard error.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evalrun/evalrun/bench/mock"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "workload:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	repo, bin, tmp, cpuprofile string
+	extra                      []string
+	reps                       int
+	timeout                    time.Duration
+	keep                       bool
+}
+
+func run() error {
+	var c config
+	var extra string
+	flag.StringVar(&c.repo, "repo", ".", "the evalrun module to build")
+	flag.StringVar(&c.bin, "evalrun", "", "use this evalrun binary instead of building one")
+	flag.IntVar(&c.reps, "reps", envInt("REPS", 1), "runs per workload; the line gives medians (default $REPS or 1)")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "pass --cpuprofile DIR/<workload>.pprof to evalrun run (the last rep's profile is kept)")
+	flag.StringVar(&extra, "args", "", "extra arguments for evalrun run, space-separated")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: workload [flags] [W1 W2 W3 W4]\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	c.extra = strings.Fields(extra)
+	if c.reps < 1 {
+		return fmt.Errorf("-reps %d: must be at least 1", c.reps)
+	}
+	var ws []Workload
+	for _, name := range flag.Args() {
+		w, ok := Find(name)
+		if !ok {
+			return fmt.Errorf("unknown workload %q (known: W1 W2 W3 W4)", name)
+		}
+		ws = append(ws, w)
+	}
+	if len(ws) == 0 {
+		ws = Workloads
+	}
+
+	tmp, err := os.MkdirTemp("", "evalrun-bench-")
+	if err != nil {
+		return err
+	}
+	c.tmp = tmp
+	if c.keep {
+		fmt.Fprintln(os.Stderr, "# keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if c.bin == "" {
+		c.bin = filepath.Join(tmp, "evalrun")
+		fmt.Fprintln(os.Stderr, "# building evalrun")
+		cmd := exec.Command("go", "build", "-o", c.bin, "./cmd/evalrun")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = c.repo, os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building evalrun: %w", err)
+		}
+	}
+	if c.cpuprofile != "" {
+		if c.cpuprofile, err = filepath.Abs(c.cpuprofile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(c.cpuprofile, 0o755); err != nil {
+			return err
+		}
+	}
+
+	failed := false
+	for _, w := range ws {
+		res, err := runWorkload(c, w)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.Name, err)
+		}
+		fmt.Println(res.Line(w))
+		if res.RC != 0 {
+			failed = true
+		}
+	}
+	if failed {
+		return errors.New("some run exited non-zero (see its line's rc)")
+	}
+	return nil
+}
+
+// runWorkload runs w c.reps times against a fresh in-process mock and
+// returns the median result.
+func runWorkload(c config, w Workload) (Result, error) {
+	dir := filepath.Join(c.tmp, w.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, err
+	}
+	data := filepath.Join(dir, "data.jsonl")
+	if err := WriteDataset(data, w); err != nil {
+		return Result{}, err
+	}
+	srv, err := mock.New(w.Mock)
+	if err != nil {
+		return Result{}, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Result{}, err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	suite := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(suite, []byte(Suite(w, "http://"+ln.Addr().String()+"/v1", data)), 0o644); err != nil {
+		return Result{}, err
+	}
+
+	var runs []Result
+	for rep := range c.reps {
+		srv.ResetStats()
+		r, err := runOnce(c, w, srv, dir, suite, rep)
+		if err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintln(os.Stderr, "# rep", rep+1, r.Line(w))
+		runs = append(runs, r)
+	}
+	return Median(runs), nil
+}
+
+// runOnce runs evalrun once on a fresh database and measures it.
+func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int) (Result, error) {
+	db := filepath.Join(dir, fmt.Sprintf("evalrun-%d.db", rep))
+	args := []string{"run", suite, "--db", db}
+	if !w.Retain {
+		args = append(args, "--no-retain")
+	}
+	if c.cpuprofile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(c.cpuprofile, w.Name+".pprof"))
+	}
+	args = append(args, c.extra...)
+	stdout, err := os.Create(filepath.Join(dir, fmt.Sprintf("stdout-%d.txt", rep)))
+	if err != nil {
+		return Result{}, err
+	}
+	defer stdout.Close()
+	var stderr bytes.Buffer
+
+	res := Result{Load1: load1()}
+	selfBefore := selfCPU()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, &stderr
+	cmd.Env = append(os.Environ(), "BENCH_MOCK_API_KEY=sk-mock", "OPENAI_API_KEY=sk-mock")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	start := time.Now()
+	err = cmd.Run()
+	res.Wall = time.Since(start)
+	res.MockCPU = selfCPU() - selfBefore
+	os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-%d.txt", rep)), stderr.Bytes(), 0o644)
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		res.RC = exitErr.ExitCode()
+	default:
+		return Result{}, fmt.Errorf("running evalrun: %w", err)
+	}
+	if ctx.Err() != nil {
+		res.RC = -1
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.RSSMB = float64(ru.Maxrss) / 1024 // KiB on Linux
+		res.CPU = tv(ru.Utime) + tv(ru.Stime)
+	}
+	st := srv.Stats()
+	res.MockRequests, res.PeakInFlight = st.Requests, st.PeakInFlight
+	res.Status = st.Status
+
+	res.Passed, res.Succeeded, res.Failed = -1, -1, -1
+	if id := runID(stderr.String()); id != "" {
+		if err := counts(c.bin, dir, db, id, &res); err != nil {
+			fmt.Fprintf(os.Stderr, "# %s: reading the report of run %s: %v\n", w.Name, id, err)
+		}
+	} else {
+		fmt.Fprintf(os.Stderr, "# %s: no run id on stderr (rc %d): %s\n", w.Name, res.RC, firstLines(stderr.String(), 5))
+	}
+	return res, nil
+}
+
+var runIDLine = regexp.MustCompile(`(?m)^run (\S+)`)
+
+// runID finds the run id on evalrun's first stderr line ("run <ID> …").
+func runID(stderr string) string {
+	if m := runIDLine.FindStringSubmatch(stderr); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// counts reads the run's succeeded, failed and passed counts from its JSON
+// report (not timed).
+func counts(bin, dir, db, id string, res *Result) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "report", id, "--format", "json", "--db", db)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return fmt.Errorf("%w: %s", err, firstLines(errb.String(), 3))
+	}
+	var rep struct {
+		Run struct {
+			Succeeded, Failed int
+		}
+		Scorers map[string]struct {
+			Count    int
+			PassRate *float64 `json:"pass_rate"`
+		}
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return fmt.Errorf("decoding the report: %w", err)
+	}
+	res.Succeeded, res.Failed = rep.Run.Succeeded, rep.Run.Failed
+	res.Passed = 0
+	for _, s := range rep.Scorers {
+		if s.PassRate != nil {
+			res.Passed += int(math.Round(*s.PassRate * float64(s.Count)))
+		}
+	}
+	return nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], " | ")
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// selfCPU is this process's CPU time so far: the in-process mock's, mostly.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// load1 is the one-minute load average, or -1.
+func load1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	if err != nil {
+		return -1
+	}
+	return f
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// Result is one measured run, or the median of several.
+type Result struct {
+	Wall                       time.Duration
+	RSSMB, CPU, MockCPU        float64
+	MockRequests, PeakInFlight int64
+	Status                     map[string]int64
+	// Passed, Succeeded and Failed come from the run's report; -1 when
+	// it could not be read.
+	Passed, Succeeded, Failed int
+	RC                        int
+	Load1                     float64
+	Reps                      int
+}
+
+// Median combines runs: the median wall time, RSS, CPU and load; the
+// highest peak in-flight and request count; the lowest pass and success
+// counts, the highest failure count; the first non-zero exit code.
+func Median(runs []Result) Result {
+	if len(runs) == 0 {
+		return Result{}
+	}
+	m := runs[0]
+	m.Reps = len(runs)
+	pick := func(get func(Result) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = get(r)
+		}
+		slices.Sort(vs)
+		if n := len(vs); n%2 == 0 {
+			return (vs[n/2-1] + vs[n/2]) / 2
+		}
+		return vs[len(vs)/2]
+	}
+	m.Wall = time.Duration(pick(func(r Result) float64 { return float64(r.Wall) }))
+	m.RSSMB = pick(func(r Result) float64 { return r.RSSMB })
+	m.CPU = pick(func(r Result) float64 { return r.CPU })
+	m.MockCPU = pick(func(r Result) float64 { return r.MockCPU })
+	m.Load1 = pick(func(r Result) float64 { return r.Load1 })
+	for _, r := range runs[1:] {
+		m.PeakInFlight = max(m.PeakInFlight, r.PeakInFlight)
+		m.MockRequests = max(m.MockRequests, r.MockRequests)
+		m.Passed = min(m.Passed, r.Passed)
+		m.Succeeded = min(m.Succeeded, r.Succeeded)
+		m.Failed = max(m.Failed, r.Failed)
+		if m.RC == 0 {
+			m.RC = r.RC
+		}
+	}
+	return m
+}
+
+// Line is the result's one-line form, key=value pairs.
+func (r Result) Line(w Workload) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s items=%d lat_ms=%d conc=%d wall_s=%.3f rss_mb=%.1f items_per_s=%.0f",
+		w.Name, w.Items, w.Mock.Latency.Milliseconds(), w.Concurrency, r.Wall.Seconds(), r.RSSMB, float64(w.Items)/r.Wall.Seconds())
+	if ideal := w.Ideal(); ideal > 0 {
+		fmt.Fprintf(&b, " ideal_s=%.2f ratio=%.3f", ideal.Seconds(), r.Wall.Seconds()/ideal.Seconds())
+	} else {
+		b.WriteString(" ideal_s=0 ratio=-")
+	}
+	fmt.Fprintf(&b, " cpu_s=%.2f mock_cpu_s=%.2f mock_requests=%d peak_inflight=%d", r.CPU, r.MockCPU, r.MockRequests, r.PeakInFlight)
+	if len(r.Status) > 0 && (len(r.Status) > 1 || r.Status["200"] == 0) {
+		codes := make([]string, 0, len(r.Status))
+		for k, v := range r.Status {
+			codes = append(codes, k+":"+strconv.FormatInt(v, 10))
+		}
+		slices.Sort(codes)
+		fmt.Fprintf(&b, " mock_status=%s", strings.Join(codes, ","))
+	}
+	fmt.Fprintf(&b, " succeeded=%d failed=%d passed=%d rc=%d load1=%.2f", r.Succeeded, r.Failed, r.Passed, r.RC, r.Load1)
+	if r.Reps > 1 {
+		fmt.Fprintf(&b, " reps=%d", r.Reps)
+	}
+	return b.String()
+}
