@@ -117,8 +117,11 @@ type Summary struct {
 	ScorerErrors int
 	// PersistErrors counts results the store could not take after retries.
 	PersistErrors int
-	StartedAt     time.Time
-	CompletedAt   time.Time
+	// Concurrency is the effective concurrency the run settled at: the
+	// configured one, or lower where 429s made adaptive concurrency cut it.
+	Concurrency int
+	StartedAt   time.Time
+	CompletedAt time.Time
 	// Results holds the processed items in input order (index, then
 	// repeat) when results are retained; nil otherwise.
 	Results []*ItemResult

@@ -221,7 +221,7 @@ func (r *runner) one(ctx context.Context, cancel context.CancelCauseFunc, w *res
 	if r.opts.Progress != nil {
 		r.progressMu.Lock()
 		s, f := int(r.succeeded.Load()), int(r.failed.Load())
-		r.opts.Progress(evalrun.Progress{Total: r.total, Done: s + f, Succeeded: s, Failed: f, Concurrency: r.opts.Concurrency})
+		r.opts.Progress(evalrun.Progress{Total: r.total, Done: s + f, Succeeded: s, Failed: f, Concurrency: r.pipeline.Concurrency()})
 		r.progressMu.Unlock()
 	}
 }
@@ -238,6 +238,7 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 		ScorerErrors: int(r.scorerErrors.Load()),
 		StartedAt:    rec.StartedAt,
 		CompletedAt:  r.opts.Clock.Now(),
+		Concurrency:  r.pipeline.SettledConcurrency(),
 	}
 	s.Skipped = s.Total - s.Succeeded - s.Failed
 	if w != nil {

@@ -436,26 +436,21 @@ func TestT10InputOrder(t *testing.T) {
 		finished[i] = make(chan struct{})
 	}
 	// Item i waits for item i+1 to finish, so they complete in reverse.
+	var order []string
+	var mu sync.Mutex
 	target := evalrun.TargetFunc(func(_ context.Context, it *evalrun.Item) (evalrun.Output, error) {
 		var i int
 		fmt.Sscanf(it.ID, "q%d", &i)
 		if i+1 < n {
 			<-finished[i+1]
 		}
-		defer close(finished[i])
+		mu.Lock()
+		order = append(order, it.ID)
+		mu.Unlock()
+		close(finished[i])
 		return evalrun.Output{Value: it.Input}, nil
 	})
-	var order []string
-	var mu sync.Mutex
 	store := newFakeStore()
-	store.onWrite = func(_ int, b []*evalrun.ItemResult) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range b {
-			order = append(order, r.ItemID)
-		}
-		return nil
-	}
 	s := mustRun(t, context.Background(), store, engine.Spec{Items: items(n), Target: target, Options: engine.Options{Concurrency: n, WriterBatch: 1}})
 	for i, r := range s.Results {
 		if r.Index != i || r.ItemID != fmt.Sprintf("q%d", i) {

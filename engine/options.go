@@ -26,6 +26,11 @@ const (
 type Options struct {
 	// Concurrency bounds the items in flight; 0 means DefaultConcurrency.
 	Concurrency int
+	// FixedConcurrency turns adaptive concurrency off. By default target
+	// calls in flight are capped by an adaptive limit that a 429 cuts
+	// (multiplicatively) and sustained success regrows (additively), never
+	// above Concurrency nor below 1.
+	FixedConcurrency bool
 	// ItemTimeout bounds an item's whole execution, every attempt and
 	// back-off included; 0 means none. Scoring gets its own ItemTimeout.
 	ItemTimeout time.Duration

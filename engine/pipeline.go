@@ -28,6 +28,7 @@ type Pipeline struct {
 	thresholds []float64
 	opts       Options
 	policy     retry.Policy
+	limit      *adaptiveLimit // nil when concurrency is fixed
 }
 
 // NewPipeline checks the target and scorers (a nil one, an empty or
@@ -56,7 +57,12 @@ func NewPipeline(target evalrun.Target, scorers []evalrun.Scorer, opts Options) 
 		seen[name] = true
 		thresholds[i] = evalrun.ThresholdOf(s)
 	}
+	var limit *adaptiveLimit
+	if !opts.FixedConcurrency {
+		limit = newAdaptiveLimit(opts.Concurrency)
+	}
 	return &Pipeline{
+		limit:      limit,
 		target:     target,
 		scorers:    scorers,
 		thresholds: thresholds,
@@ -68,6 +74,24 @@ func NewPipeline(target evalrun.Target, scorers []evalrun.Scorer, opts Options) 
 			Jitter:     opts.Jitter,
 		},
 	}, nil
+}
+
+// Concurrency returns the effective concurrency: the adaptive cap on
+// target calls in flight now, or the configured one when it is fixed.
+func (p *Pipeline) Concurrency() int {
+	if p.limit == nil {
+		return p.opts.Concurrency
+	}
+	return p.limit.current()
+}
+
+// SettledConcurrency returns the cap under which most target calls
+// started (the configured concurrency when it is fixed).
+func (p *Pipeline) SettledConcurrency() int {
+	if p.limit == nil {
+		return p.opts.Concurrency
+	}
+	return p.limit.settled()
 }
 
 // Scorers returns the pipeline's scorers in order.
@@ -161,6 +185,12 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 		out evalrun.Output
 		err error
 	}
+	level, err := p.limit.acquire(actx)
+	if err != nil {
+		return evalrun.Output{}, err
+	}
+	var r result
+	defer func() { p.limit.release(level, r.err) }()
 	done := make(chan result, 1)
 	go func() {
 		defer func() {
@@ -173,7 +203,6 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 		done <- result{o, err}
 	}()
 
-	var r result
 	select {
 	case r = <-done:
 	case <-actx.Done():
