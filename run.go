@@ -44,6 +44,9 @@ type Run struct {
 	Skipped   int `json:"skipped"`
 	// PersistErrors counts results the store could not take.
 	PersistErrors int `json:"persist_errors"`
+	// Concurrency is the effective concurrency the run settled at (see
+	// Summary.Concurrency); 0 until the run ends.
+	Concurrency int `json:"concurrency,omitempty"`
 	// Error is the fatal error that ended the run, if any.
 	Error       string    `json:"error,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`

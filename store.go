@@ -58,6 +58,18 @@ type RunStore interface {
 	ScanResultKeys(ctx context.Context, runID string, fn func(ResultKey) error) error
 }
 
+// ResponseCache keeps target and judge responses by key, for the opt-in
+// response cache (execution.cache). Stores implement it as an optional
+// capability, found by type assertion. Safe for concurrent use.
+type ResponseCache interface {
+	// GetCached returns the value stored under key, or ok=false when there
+	// is none or it has expired.
+	GetCached(ctx context.Context, key string) (value []byte, ok bool, err error)
+	// PutCached stores value under key, replacing any earlier value; it
+	// expires after ttl (0: never).
+	PutCached(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
 // Store is a complete storage backend.
 type Store interface {
 	DatasetStore

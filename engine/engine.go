@@ -270,6 +270,7 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 	rec.Status = s.Status
 	rec.Succeeded, rec.Failed, rec.Skipped = s.Succeeded, s.Failed, s.Skipped
 	rec.PersistErrors += s.PersistErrors
+	rec.Concurrency = s.Concurrency
 	rec.CompletedAt = s.CompletedAt
 	if s.Err != nil {
 		rec.Error = s.Err.Error()
