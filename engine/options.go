@@ -58,6 +58,15 @@ type Options struct {
 	// RetryFailed, with Resume, also runs again the items whose stored
 	// result is a failure.
 	RetryFailed bool
+	// Cache, when set, is the response cache: a target output stored for
+	// (CacheKey, input, repeat) is used instead of calling the target
+	// (ItemResult.CacheHit, no attempt, no usage), and every successful
+	// output is stored for CacheTTL (0: forever). Errors are never
+	// cached. CacheKey must identify the target's effective configuration
+	// (secrets excluded): change a parameter and the cache misses.
+	Cache    evalrun.ResponseCache
+	CacheKey string
+	CacheTTL time.Duration
 	// Progress, when set, is called after every finished item with the
 	// counts so far. Calls are serialized; keep it fast.
 	Progress func(evalrun.Progress)

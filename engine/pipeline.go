@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/cache"
 	"github.com/evalrun/evalrun/retry"
 )
 
@@ -115,6 +117,19 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 		return res
 	}
 
+	if p.opts.Cache != nil && p.fromCache(ctx, res, item) {
+		if len(p.scorers) > 0 {
+			scores, cut := p.score(ctx, item, res.Output)
+			if cut {
+				res.Output, res.CacheHit = nil, false
+				res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+				return res
+			}
+			res.Scores = scores
+		}
+		return res
+	}
+
 	itemCtx := ctx
 	if p.opts.ItemTimeout > 0 {
 		var cancel context.CancelFunc
@@ -157,6 +172,9 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	}
 	res.Output = out.Value
 	res.TraceID = out.TraceID
+	if p.opts.Cache != nil {
+		p.toCache(ctx, item, repeat, out)
+	}
 
 	if len(p.scorers) > 0 {
 		scores, cut := p.score(ctx, item, out.Value)
@@ -168,6 +186,34 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 		res.Scores = scores
 	}
 	return res
+}
+
+// fromCache fills res from the response cache and reports a hit.
+func (p *Pipeline) fromCache(ctx context.Context, res *evalrun.ItemResult, item *evalrun.Item) bool {
+	b, ok, err := p.opts.Cache.GetCached(ctx, cache.TargetKey(p.opts.CacheKey, item.Input, res.Repeat))
+	if err != nil {
+		p.opts.Logger.Warn("response cache lookup failed; calling the target", "item", item.ID, "err", err)
+		return false
+	}
+	var e cache.Entry
+	if !ok || json.Unmarshal(b, &e) != nil || len(e.Output) == 0 {
+		return false
+	}
+	res.Output, res.TraceID, res.CacheHit = e.Output, e.TraceID, true
+	res.CompletedAt = p.opts.Clock.Now()
+	res.Latency = res.CompletedAt.Sub(res.StartedAt)
+	return true
+}
+
+// toCache stores a successful output; a failure to store is only logged.
+func (p *Pipeline) toCache(ctx context.Context, item *evalrun.Item, repeat int, out evalrun.Output) {
+	b, err := json.Marshal(cache.Entry{Output: out.Value, TraceID: out.TraceID})
+	if err == nil {
+		err = p.opts.Cache.PutCached(context.WithoutCancel(ctx), cache.TargetKey(p.opts.CacheKey, item.Input, repeat), b, p.opts.CacheTTL)
+	}
+	if err != nil {
+		p.opts.Logger.Warn("response cache store failed", "item", item.ID, "err", err)
+	}
 }
 
 // attempt makes one target call bounded by ctx (and AttemptTimeout). The

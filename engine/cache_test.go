@@ -1,0 +1,128 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/cache"
+	"github.com/evalrun/evalrun/engine"
+)
+
+// memCache is a ResponseCache in a map.
+type memCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (c *memCache) GetCached(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok, nil
+}
+
+func (c *memCache) PutCached(_ context.Context, key string, v []byte, _ time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	c.m[key] = v
+	return nil
+}
+
+func TestResponseCache(t *testing.T) {
+	var calls atomic.Int64
+	// Answers differ per call, so a repeat served from the wrong key shows.
+	target := evalrun.TargetFunc(func(_ context.Context, it *evalrun.Item) (evalrun.Output, error) {
+		n := calls.Add(1)
+		if it.ID == "q3" {
+			return evalrun.Output{}, evalrun.Permanent(errors.New("bad request"))
+		}
+		return evalrun.Output{Value: evalrun.String(fmt.Sprintf("%s#%d", evalrun.Text(it.Input), n))}, nil
+	})
+	c := &memCache{}
+	run := func(key string) *evalrun.Summary {
+		return mustRun(t, context.Background(), nil, engine.Spec{
+			Items: items(10), Target: target, Scorers: []evalrun.Scorer{exact},
+			Options: engine.Options{Repeat: 2, Cache: c, CacheKey: key},
+		})
+	}
+	first := run("model=a")
+	if calls.Load() != 20 || first.Failed != 2 {
+		t.Fatalf("first run: %d calls, %+v", calls.Load(), first)
+	}
+	outputs := map[[2]int]string{}
+	for _, r := range first.Results {
+		if r.CacheHit {
+			t.Fatalf("first run hit the cache on %s", r.ItemID)
+		}
+		outputs[[2]int{r.Index, r.Repeat}] = string(r.Output)
+	}
+	if outputs[[2]int{0, 0}] == outputs[[2]int{0, 1}] {
+		t.Fatal("repeats got the same answer")
+	}
+
+	calls.Store(0)
+	second := run("model=a")
+	// Only the two failed (item, repeat) pairs call the target again:
+	// errors are never cached.
+	if calls.Load() != 2 || second.Succeeded != 18 {
+		t.Fatalf("second run: %d calls, %+v", calls.Load(), second)
+	}
+	for _, r := range second.Results {
+		if r.Failed() {
+			continue
+		}
+		if !r.CacheHit || r.Attempts != 0 || string(r.Output) != outputs[[2]int{r.Index, r.Repeat}] {
+			t.Fatalf("%s repeat %d: hit %v attempts %d output %s, want %s", r.ItemID, r.Repeat, r.CacheHit, r.Attempts, r.Output, outputs[[2]int{r.Index, r.Repeat}])
+		}
+		if r.Scores[0].Score == nil {
+			t.Fatalf("cached output not scored: %+v", r.Scores)
+		}
+	}
+
+	calls.Store(0)
+	run("model=b") // a changed target parameter misses
+	if calls.Load() != 20 {
+		t.Fatalf("changed config: %d calls, want 20", calls.Load())
+	}
+}
+
+// countingModel is a ChatModel that counts calls and answers by content.
+type countingModel struct{ calls atomic.Int64 }
+
+func (m *countingModel) Chat(_ context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
+	m.calls.Add(1)
+	if req.Messages[0].Content == "fail" {
+		return evalrun.ChatResponse{}, evalrun.Transient(errors.New("503"))
+	}
+	return evalrun.ChatResponse{Content: `{"score":1,"reason":"` + req.Messages[0].Content + `"}`}, nil
+}
+
+func TestCachedChatModel(t *testing.T) {
+	inner := &countingModel{}
+	m := cache.ChatModel(inner, &memCache{}, "judge=gpt", 0, nil)
+	ask := func(s string) (evalrun.ChatResponse, error) {
+		return m.Chat(context.Background(), evalrun.ChatRequest{Messages: []evalrun.ChatMessage{{Role: "user", Content: s}}, JSONResponse: true})
+	}
+	a, _ := ask("x")
+	b, _ := ask("x")
+	if inner.calls.Load() != 1 || a.Content != b.Content {
+		t.Fatalf("calls %d, %q vs %q", inner.calls.Load(), a.Content, b.Content)
+	}
+	ask("y")
+	if inner.calls.Load() != 2 {
+		t.Fatalf("different request hit the cache")
+	}
+	ask("fail")
+	if _, err := ask("fail"); err == nil || inner.calls.Load() != 4 {
+		t.Fatalf("an error was cached: calls %d err %v", inner.calls.Load(), err)
+	}
+}
