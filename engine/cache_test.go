@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
-	"github.com/evalrun/evalrun/cache"
 	"github.com/evalrun/evalrun/engine"
 )
 
@@ -92,37 +91,5 @@ func TestResponseCache(t *testing.T) {
 	run("model=b") // a changed target parameter misses
 	if calls.Load() != 20 {
 		t.Fatalf("changed config: %d calls, want 20", calls.Load())
-	}
-}
-
-// countingModel is a ChatModel that counts calls and answers by content.
-type countingModel struct{ calls atomic.Int64 }
-
-func (m *countingModel) Chat(_ context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
-	m.calls.Add(1)
-	if req.Messages[0].Content == "fail" {
-		return evalrun.ChatResponse{}, evalrun.Transient(errors.New("503"))
-	}
-	return evalrun.ChatResponse{Content: `{"score":1,"reason":"` + req.Messages[0].Content + `"}`}, nil
-}
-
-func TestCachedChatModel(t *testing.T) {
-	inner := &countingModel{}
-	m := cache.ChatModel(inner, &memCache{}, "judge=gpt", 0, nil)
-	ask := func(s string) (evalrun.ChatResponse, error) {
-		return m.Chat(context.Background(), evalrun.ChatRequest{Messages: []evalrun.ChatMessage{{Role: "user", Content: s}}, JSONResponse: true})
-	}
-	a, _ := ask("x")
-	b, _ := ask("x")
-	if inner.calls.Load() != 1 || a.Content != b.Content {
-		t.Fatalf("calls %d, %q vs %q", inner.calls.Load(), a.Content, b.Content)
-	}
-	ask("y")
-	if inner.calls.Load() != 2 {
-		t.Fatalf("different request hit the cache")
-	}
-	ask("fail")
-	if _, err := ask("fail"); err == nil || inner.calls.Load() != 4 {
-		t.Fatalf("an error was cached: calls %d err %v", inner.calls.Load(), err)
 	}
 }

@@ -1,0 +1,85 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/cache"
+)
+
+// memCache is a ResponseCache in a map.
+type memCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (c *memCache) GetCached(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok, nil
+}
+
+func (c *memCache) PutCached(_ context.Context, key string, v []byte, _ time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	c.m[key] = v
+	return nil
+}
+
+// countingModel is a ChatModel that counts calls and answers by content.
+type countingModel struct{ calls atomic.Int64 }
+
+func (m *countingModel) Chat(_ context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
+	m.calls.Add(1)
+	if req.Messages[0].Content == "fail" {
+		return evalrun.ChatResponse{}, evalrun.Transient(errors.New("503"))
+	}
+	return evalrun.ChatResponse{Content: `{"score":1,"reason":"` + req.Messages[0].Content + `"}`}, nil
+}
+
+func TestCachedChatModel(t *testing.T) {
+	inner := &countingModel{}
+	m := cache.ChatModel(inner, &memCache{}, "judge=gpt", 0, nil)
+	ask := func(s string) (evalrun.ChatResponse, error) {
+		return m.Chat(context.Background(), evalrun.ChatRequest{Messages: []evalrun.ChatMessage{{Role: "user", Content: s}}, JSONResponse: true})
+	}
+	a, _ := ask("x")
+	b, _ := ask("x")
+	if inner.calls.Load() != 1 || a.Content != b.Content {
+		t.Fatalf("calls %d, %q vs %q", inner.calls.Load(), a.Content, b.Content)
+	}
+	ask("y")
+	if inner.calls.Load() != 2 {
+		t.Fatalf("different request hit the cache")
+	}
+	ask("fail")
+	if _, err := ask("fail"); err == nil || inner.calls.Load() != 4 {
+		t.Fatalf("an error was cached: calls %d err %v", inner.calls.Load(), err)
+	}
+}
+
+func TestKeysDiffer(t *testing.T) {
+	a := cache.TargetKey("cfg", evalrun.String("in"), 0)
+	if a != cache.TargetKey("cfg", []byte(` "in" `), 0) {
+		t.Fatal("the same input in other spacing changed the key")
+	}
+	for _, other := range []string{
+		cache.TargetKey("cfg", evalrun.String("in"), 1),
+		cache.TargetKey("cfg2", evalrun.String("in"), 0),
+		cache.TargetKey("cfg", evalrun.String("in2"), 0),
+		cache.Key("target", []byte("cf"), []byte("g")),
+	} {
+		if other == a {
+			t.Fatalf("key collision: %s", a)
+		}
+	}
+}
