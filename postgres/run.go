@@ -12,6 +12,10 @@ import (
 
 // CreateRun implements [evalrun.RunStore]. A zero CreatedAt is set to now.
 func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
+	return createRun(ctx, s.pool, run)
+}
+
+func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 	if run.ID == "" {
 		return fmt.Errorf("create run: empty id: %w", evalrun.ErrInvalid)
 	}
@@ -23,11 +27,11 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
-		status, total, succeeded, failed, skipped, persist_errors, error, created_at, started_at, completed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (id) DO NOTHING`,
+	tag, err := db.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
+		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (id) DO NOTHING`,
 		run.ID, run.Name, run.Dataset, run.DatasetVersion, run.Target, scorers, blob(run.Config),
-		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, run.Error,
 		created, ts(run.StartedAt), ts(run.CompletedAt))
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
@@ -38,12 +42,13 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 	return nil
 }
 
-// UpdateRun implements [evalrun.RunStore].
+// UpdateRun implements [evalrun.RunStore]. It also replaces the settled
+// concurrency.
 func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, total = $3, succeeded = $4, failed = $5, skipped = $6,
-		persist_errors = $7, error = $8, started_at = $9, completed_at = $10 WHERE id = $1`,
+		persist_errors = $7, error = $8, started_at = $9, completed_at = $10, concurrency = $11 WHERE id = $1`,
 		run.ID, string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
-		ts(run.StartedAt), ts(run.CompletedAt))
+		ts(run.StartedAt), ts(run.CompletedAt), run.Concurrency)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", run.ID, err)
 	}
@@ -54,7 +59,7 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, error, created_at, started_at, completed_at`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at`
 
 func scanRun(row pgx.Row) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
@@ -62,7 +67,7 @@ func scanRun(row pgx.Row) (*evalrun.Run, error) {
 	var status string
 	var started, completed *time.Time
 	if err := row.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &r.Target, &r.Scorers, &config, &status,
-		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Error, &r.CreatedAt, &started, &completed); err != nil {
+		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &r.CreatedAt, &started, &completed); err != nil {
 		return nil, err
 	}
 	r.Status = evalrun.RunStatus(status)

@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/evalrun/evalrun"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The methods of this file serve distributed mode (package river), whose
+// coordinator and workers share the database through the store.
+
+// execer is what a pool and a transaction share for statements.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// CreateRunTx is [Store.CreateRun] inside the caller's transaction, so that
+// the run record and the jobs of a distributed run commit together.
+func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, run *evalrun.Run) error {
+	return createRun(ctx, tx, run)
+}
+
+// RunStatus returns the status of a run without loading its record, or an
+// error wrapping ErrNotFound.
+func (s *Store) RunStatus(ctx context.Context, runID string) (evalrun.RunStatus, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("run %q: %w", runID, evalrun.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("status of run %q: %w", runID, err)
+	}
+	return evalrun.RunStatus(status), nil
+}
+
+// CancelRun marks a pending or running run canceled, recording reason as
+// its error unless it has one. It reports whether the run changed: false
+// when it had already ended or been cancelled. An unknown run is an error
+// wrapping ErrNotFound.
+func (s *Store) CancelRun(ctx context.Context, runID, reason string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, error = CASE WHEN error = '' THEN $3 ELSE error END
+		WHERE id = $1 AND status IN ($4, $5)`,
+		runID, string(evalrun.RunCanceled), reason, string(evalrun.RunPending), string(evalrun.RunRunning))
+	if err != nil {
+		return false, fmt.Errorf("cancel run %q: %w", runID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	if _, err := s.RunStatus(ctx, runID); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// CountResults returns how many results of the run are stored: succeeded
+// (no target error) and failed.
+func (s *Store) CountResults(ctx context.Context, runID string) (succeeded, failed int, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT COUNT(*) FILTER (WHERE error = ''), COUNT(*) FILTER (WHERE error <> '')
+		FROM results WHERE run_id = $1`, runID).Scan(&succeeded, &failed)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count results of run %q: %w", runID, err)
+	}
+	return succeeded, failed, nil
+}
+
+// CountScorerErrors returns how many stored scores of the run are errors.
+func (s *Store) CountScorerErrors(ctx context.Context, runID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM scores WHERE run_id = $1 AND error <> ''`, runID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count scorer errors of run %q: %w", runID, err)
+	}
+	return n, nil
+}
+
+// HasResult reports whether a result for (run, index, repeat) is stored.
+func (s *Store) HasResult(ctx context.Context, runID string, index, repeat int) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM results WHERE run_id = $1 AND idx = $2 AND rep = $3)`,
+		runID, index, repeat).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up result %d/%d of run %q: %w", index, repeat, runID, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,487 @@
+package river
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/postgres"
+)
+
+// Defaults applied to zero-valued [CoordinatorOptions] fields.
+const (
+	DefaultPollInterval  = 250 * time.Millisecond
+	DefaultSettleTimeout = time.Minute
+	// insertBatch is the most jobs inserted in one statement.
+	insertBatch = 5000
+	// liveCheckInterval is how often Wait checks that jobs of an unfinished
+	// run remain in the queue.
+	liveCheckInterval = 2 * time.Second
+	// errorBudget is how long Wait keeps polling through database errors.
+	errorBudget = time.Minute
+)
+
+// ErrCanceled is the cause recorded for a run cancelled through
+// [Coordinator.Cancel].
+var ErrCanceled = errors.New("run cancelled")
+
+// CoordinatorOptions configure a [Coordinator]. The zero value is valid.
+type CoordinatorOptions struct {
+	// Queue is the River queue jobs are inserted into; "" means
+	// DefaultQueue. Workers must work it.
+	Queue string
+	// PollInterval is how often Wait counts the stored results; 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// SettleTimeout bounds how long a cancel waits for the jobs already
+	// running to stop; 0 means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// Logger receives database errors Wait rides through; nil discards.
+	Logger *slog.Logger
+	// Clock gives the run's timestamps; nil means the system clock.
+	Clock evalrun.Clock
+}
+
+// Coordinator enqueues distributed runs, waits for them, finalizes and
+// cancels them. It holds an insert-only River client and is safe for
+// concurrent use.
+type Coordinator struct {
+	store  *postgres.Store
+	client *river.Client[pgx.Tx]
+	opts   CoordinatorOptions
+}
+
+// NewCoordinator applies River's migrations to the store's database and
+// returns a coordinator using the store's connection pool. The store stays
+// the caller's to close.
+func NewCoordinator(ctx context.Context, store *postgres.Store, opts CoordinatorOptions) (*Coordinator, error) {
+	if opts.Queue == "" {
+		opts.Queue = DefaultQueue
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.SettleTimeout <= 0 {
+		opts.SettleTimeout = DefaultSettleTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = evalrun.SystemClock
+	}
+	if err := Migrate(ctx, store.Pool()); err != nil {
+		return nil, err
+	}
+	client, err := newClient(store.Pool(), &river.Config{Logger: opts.Logger, SkipUnknownJobCheck: true})
+	if err != nil {
+		return nil, err
+	}
+	return &Coordinator{store: store, client: client, opts: opts}, nil
+}
+
+// Enqueue validates the spec like [engine.Run] does (target, scorers,
+// options), creates the run record (status running) and inserts one job
+// per item and repeat, all in one transaction: either the run exists with
+// every job, or nothing was written. spec.Items are only counted: workers
+// load the items through their [Builder]; spec.Run must describe the run
+// (Dataset, DatasetVersion, Target, Config with the item selection) so
+// that they can. The record's ID is generated when empty and its Scorers
+// are filled from spec.Scorers. It returns the stored record.
+func (c *Coordinator) Enqueue(ctx context.Context, spec engine.Spec) (*evalrun.Run, error) {
+	tx, err := c.store.Pool().Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rec, err := c.EnqueueTx(ctx, tx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("enqueue run %s: commit: %w", rec.ID, err)
+	}
+	return rec, nil
+}
+
+// EnqueueTx is [Coordinator.Enqueue] inside the caller's transaction:
+// nothing is visible to workers before the caller commits.
+func (c *Coordinator) EnqueueTx(ctx context.Context, tx pgx.Tx, spec engine.Spec) (*evalrun.Run, error) {
+	p, err := engine.NewPipeline(spec.Target, spec.Scorers, spec.Options)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range spec.Items {
+		if it == nil {
+			return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
+		}
+	}
+	repeat := max(spec.Options.Repeat, 1)
+	rec := spec.Run
+	if rec == nil {
+		rec = &evalrun.Run{}
+	}
+	now := c.opts.Clock.Now()
+	if rec.ID == "" {
+		rec.ID = evalrun.NewRunID(now)
+	}
+	rec.Scorers = rec.Scorers[:0:0]
+	for _, s := range p.Scorers() {
+		rec.Scorers = append(rec.Scorers, evalrun.ScorerInfo{Name: s.Name(), Kind: scorerKind(s), Threshold: evalrun.ThresholdOf(s)})
+	}
+	rec.Status = evalrun.RunRunning
+	rec.Total = len(spec.Items) * repeat
+	rec.Succeeded, rec.Failed, rec.Skipped, rec.PersistErrors = 0, 0, rec.Total, 0
+	rec.Error = ""
+	rec.CreatedAt, rec.StartedAt, rec.CompletedAt = now, now, time.Time{}
+	if err := c.store.CreateRunTx(ctx, tx, rec); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	opts := &river.InsertOpts{Queue: c.opts.Queue}
+	batch := make([]river.InsertManyParams, 0, min(rec.Total, insertBatch))
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if _, err := c.client.InsertManyFastTx(ctx, tx, batch); err != nil {
+			return fmt.Errorf("enqueue run %s: insert jobs: %w", rec.ID, err)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for i := range spec.Items {
+		for r := range repeat {
+			batch = append(batch, river.InsertManyParams{Args: ItemArgs{RunID: rec.ID, Index: i, Repeat: r}, InsertOpts: opts})
+			if len(batch) == insertBatch {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// WaitOptions configure [Coordinator.Wait]. The zero value is valid.
+type WaitOptions struct {
+	// Progress, when set, is called whenever the number of stored results
+	// changed, with the counts so far.
+	Progress func(evalrun.Progress)
+	// LoadResults fills Summary.Results from the store (input order).
+	LoadResults bool
+}
+
+// Wait waits until every execution of the run has a stored result (or
+// the run was cancelled, or its jobs left the queue without one), then
+// finalizes the run record with the rules of [engine.Run] and returns the
+// summary. It works for any coordinator, not only the one that enqueued
+// the run: a coordinator that died is replaced by calling Wait again. A
+// run already finalized returns its summary at once.
+//
+// When ctx ends, Wait cancels the run as [Coordinator.Cancel] does (queued
+// jobs are deleted, running ones are signalled) and returns the run
+// canceled, with the cause of ctx in Summary.Err; the error is then nil.
+// An error means the run could not be read or finalized; it can be waited
+// for again.
+func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*evalrun.Summary, error) {
+	rec, err := c.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.CompletedAt.IsZero() {
+		return c.summary(ctx, rec, wo)
+	}
+	ticker := time.NewTicker(c.opts.PollInterval)
+	defer ticker.Stop()
+	lastDone := -1
+	nextLiveCheck := time.Now().Add(liveCheckInterval)
+	var failingSince time.Time
+	for {
+		done, cancelled, err := c.poll(ctx, rec, wo, &lastDone, &nextLiveCheck)
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+		case ctx.Err() != nil:
+		case failingSince.IsZero():
+			failingSince = time.Now()
+			fallthrough
+		case time.Since(failingSince) < errorBudget:
+			c.opts.Logger.Warn("waiting for the run: database error", "run", runID, "err", err)
+		default:
+			return nil, fmt.Errorf("wait for run %s: %w", runID, err)
+		}
+		if done {
+			var cause error
+			if cancelled {
+				cause = ErrCanceled
+			}
+			return c.finalize(ctx, runID, cancelled, cause, wo)
+		}
+		select {
+		case <-ctx.Done():
+			cause := context.Cause(ctx)
+			bg := context.WithoutCancel(ctx)
+			if err := c.cancel(bg, runID, "interrupted: "+cause.Error()); err != nil {
+				return nil, err
+			}
+			return c.finalize(bg, runID, true, cause, wo)
+		case <-ticker.C:
+		}
+	}
+}
+
+// poll looks at the run once: done reports that it can be finalized,
+// cancelled that it was cancelled (and its jobs have settled).
+func (c *Coordinator) poll(ctx context.Context, rec *evalrun.Run, wo WaitOptions, lastDone *int, nextLiveCheck *time.Time) (done, cancelled bool, err error) {
+	ok, failed, err := c.store.CountResults(ctx, rec.ID)
+	if err != nil {
+		return false, false, err
+	}
+	if n := ok + failed; n != *lastDone {
+		*lastDone = n
+		if wo.Progress != nil {
+			wo.Progress(evalrun.Progress{Total: rec.Total, Done: n, Succeeded: ok, Failed: failed})
+		}
+	}
+	if ok+failed >= rec.Total {
+		return true, false, nil
+	}
+	status, err := c.store.RunStatus(ctx, rec.ID)
+	if err != nil {
+		return false, false, err
+	}
+	if status == evalrun.RunCanceled {
+		// Cancelled elsewhere (runs cancel, strict mode): stop what is
+		// queued in case the canceller could not, and let running jobs end.
+		if err := c.cancel(ctx, rec.ID, ""); err != nil {
+			return false, false, err
+		}
+		return true, true, nil
+	}
+	if time.Now().After(*nextLiveCheck) {
+		*nextLiveCheck = time.Now().Add(liveCheckInterval)
+		live, err := c.jobsLeft(ctx, rec.ID, liveStates...)
+		if err != nil {
+			return false, false, err
+		}
+		if !live {
+			// Every job ended: its result, if any, was written before.
+			return true, false, nil
+		}
+	}
+	return false, false, nil
+}
+
+// Cancel cancels a run: it marks the run canceled, deletes its queued
+// jobs, signals its running jobs (River cancels their context; a job that
+// starts later sees the status and does nothing), waits up to
+// SettleTimeout for them to stop, and finalizes the run with exact counts
+// from the store. A run that had already ended is returned as it is.
+func (c *Coordinator) Cancel(ctx context.Context, runID string) (*evalrun.Summary, error) {
+	if err := c.cancel(ctx, runID, ErrCanceled.Error()); err != nil {
+		return nil, err
+	}
+	return c.finalize(ctx, runID, true, ErrCanceled, WaitOptions{})
+}
+
+// cancel marks the run canceled (with reason, when not empty and the run
+// was still going), stops its queued jobs and waits for its running ones.
+func (c *Coordinator) cancel(ctx context.Context, runID, reason string) error {
+	if reason != "" {
+		if _, err := c.store.CancelRun(ctx, runID, reason); err != nil {
+			return err
+		}
+	}
+	status, err := c.store.RunStatus(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if status != evalrun.RunCanceled {
+		return nil // it ended before the cancel
+	}
+	if err := cancelJobs(ctx, c.client, runID); err != nil {
+		return err
+	}
+	return c.settle(ctx, runID)
+}
+
+// cancelJobs deletes the run's jobs that are not running and asks River to
+// cancel the running ones.
+func cancelJobs(ctx context.Context, client *river.Client[pgx.Tx], runID string) error {
+	where, args := runPredicate(runID)
+	for {
+		res, err := client.JobDeleteMany(ctx, river.NewJobDeleteManyParams().Kinds(Kind).
+			States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable, rivertype.JobStateScheduled).
+			Where(where, args).First(10000))
+		if err != nil {
+			return fmt.Errorf("cancel run %s: delete queued jobs: %w", runID, err)
+		}
+		if len(res.Jobs) == 0 {
+			break
+		}
+	}
+	res, err := client.JobList(ctx, river.NewJobListParams().Kinds(Kind).States(rivertype.JobStateRunning).
+		Where(where, args).First(10000))
+	if err != nil {
+		return fmt.Errorf("cancel run %s: list running jobs: %w", runID, err)
+	}
+	for _, j := range res.Jobs {
+		if _, err := client.JobCancel(ctx, j.ID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel run %s: cancel job %d: %w", runID, j.ID, err)
+		}
+	}
+	return nil
+}
+
+// settle waits until no job of the run is running, or SettleTimeout.
+func (c *Coordinator) settle(ctx context.Context, runID string) error {
+	deadline := time.Now().Add(c.opts.SettleTimeout)
+	interval := min(c.opts.PollInterval, 50*time.Millisecond)
+	for {
+		running, err := c.jobsLeft(ctx, runID, rivertype.JobStateRunning)
+		if err != nil {
+			return err
+		}
+		if !running {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			c.opts.Logger.Warn("cancel: jobs still running after the settle timeout; their executions count as skipped",
+				"run", runID, "timeout", c.opts.SettleTimeout)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// liveStates are the states of a job that may still execute.
+var liveStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+
+// jobsLeft reports whether a job of the run is in one of the states.
+func (c *Coordinator) jobsLeft(ctx context.Context, runID string, states ...rivertype.JobState) (bool, error) {
+	where, args := runPredicate(runID)
+	res, err := c.client.JobList(ctx, river.NewJobListParams().Kinds(Kind).States(states...).Where(where, args).First(1))
+	if err != nil {
+		return false, fmt.Errorf("list jobs of run %s: %w", runID, err)
+	}
+	return len(res.Jobs) > 0, nil
+}
+
+// runPredicate selects the jobs of a run.
+func runPredicate(runID string) (string, river.NamedArgs) {
+	return "args->>'run_id' = @run_id", river.NamedArgs{"run_id": runID}
+}
+
+// finalize settles the run's status and counts from the stored results,
+// with the rules of engine.Run, and writes them to the run record.
+func (c *Coordinator) finalize(ctx context.Context, runID string, cancelled bool, cause error, wo WaitOptions) (*evalrun.Summary, error) {
+	rec, err := c.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.CompletedAt.IsZero() {
+		return c.summary(ctx, rec, wo) // finalized meanwhile (a concurrent Cancel)
+	}
+	if rec.Status == evalrun.RunCompleted || rec.Status == evalrun.RunFailed {
+		return c.summary(ctx, rec, wo)
+	}
+	ok, failed, err := c.store.CountResults(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	skipped := max(rec.Total-ok-failed, 0)
+	var status evalrun.RunStatus
+	var runErr error
+	switch {
+	case strings.HasPrefix(rec.Error, engine.ErrStrict.Error()):
+		status, runErr = evalrun.RunFailed, fmt.Errorf("%w%s", engine.ErrStrict, strings.TrimPrefix(rec.Error, engine.ErrStrict.Error()))
+	case skipped > 0 && (cancelled || rec.Status == evalrun.RunCanceled):
+		status, runErr = evalrun.RunCanceled, cause
+		if runErr == nil {
+			runErr = ErrCanceled
+		}
+	case skipped > 0:
+		status = evalrun.RunFailed
+		runErr = fmt.Errorf("%d of %d executions have no result: their jobs left the queue unfinished (discarded after repeated infrastructure errors, or deleted)", skipped, rec.Total)
+	case ok > 0 || rec.Total == 0:
+		status = evalrun.RunCompleted
+	default:
+		status, runErr = evalrun.RunFailed, errors.New("every item failed")
+	}
+	rec.Status = status
+	rec.Succeeded, rec.Failed, rec.Skipped = ok, failed, skipped
+	rec.CompletedAt = c.opts.Clock.Now()
+	rec.Error = ""
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	if err := c.store.UpdateRun(ctx, rec); err != nil {
+		return nil, fmt.Errorf("finalize run %s: %w", runID, err)
+	}
+	s, err := c.summary(ctx, rec, wo)
+	if err != nil {
+		return nil, err
+	}
+	s.Err = runErr
+	return s, nil
+}
+
+// summary builds the summary of a finalized run record.
+func (c *Coordinator) summary(ctx context.Context, rec *evalrun.Run, wo WaitOptions) (*evalrun.Summary, error) {
+	s := &evalrun.Summary{
+		RunID:         rec.ID,
+		Status:        rec.Status,
+		Total:         rec.Total,
+		Succeeded:     rec.Succeeded,
+		Failed:        rec.Failed,
+		Skipped:       rec.Skipped,
+		PersistErrors: rec.PersistErrors,
+		StartedAt:     rec.StartedAt,
+		CompletedAt:   rec.CompletedAt,
+	}
+	s.CompletedWithErrors = s.Status == evalrun.RunCompleted && s.Failed > 0
+	if rec.Error != "" {
+		s.Err = errors.New(rec.Error)
+	}
+	n, err := c.store.CountScorerErrors(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.ScorerErrors = n
+	if wo.LoadResults {
+		s.Results = make([]*evalrun.ItemResult, 0, s.Succeeded+s.Failed)
+		if err := c.store.ScanResults(ctx, rec.ID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+			s.Results = append(s.Results, r)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("load results of run %s: %w", rec.ID, err)
+		}
+	}
+	return s, nil
+}
+
+// scorerKind returns the kind a scorer reports through an optional Kind
+// method, or "go" for a Go implementation (as the engine records it).
+func scorerKind(s evalrun.Scorer) string {
+	if k, ok := s.(interface{ Kind() string }); ok {
+		return k.Kind()
+	}
+	return "go"
+}

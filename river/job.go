@@ -1,0 +1,88 @@
+package river
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Kind is the River job kind of an item execution.
+const Kind = "evalrun_item"
+
+// DefaultQueue is the River queue runs are enqueued to and workers work
+// when none is named.
+const DefaultQueue = "evalrun"
+
+// ItemArgs are the arguments of one job: which execution of which run.
+// Nothing else travels: the worker loads the rest from storage.
+type ItemArgs struct {
+	RunID  string `json:"run_id"`
+	Index  int    `json:"index"`
+	Repeat int    `json:"repeat"`
+}
+
+// Kind implements river.JobArgs.
+func (ItemArgs) Kind() string { return Kind }
+
+// migrationLock is the advisory lock key serialising River migrations of
+// processes starting at once ("evalrvr").
+const migrationLock = 0x6576616c727672
+
+// Migrate applies River's schema migrations to the database of pool. It is
+// idempotent and safe to call from many processes at once: they take turns
+// under an advisory lock. [NewCoordinator] and [NewWorker] call it.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("river migrations: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("river migrations: lock: %w", err)
+	}
+	if _, err := migrator.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("river migrations: commit: %w", err)
+	}
+	return nil
+}
+
+// retryPolicy spaces the queue's retries of a job that failed for an
+// infrastructure reason (or was rescued): 1 s, 2 s, 4 s … capped at a
+// minute. Items' own retries happen inside the engine, not here.
+type retryPolicy struct{}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	n := max(len(job.Errors), 1) - 1
+	d := time.Duration(math.Min(float64(time.Second)*math.Pow(2, float64(n)), float64(time.Minute)))
+	return time.Now().Add(d)
+}
+
+// newClient returns a River client on pool; config may be nil for an
+// insert-only client.
+func newClient(pool *pgxpool.Pool, config *river.Config) (*river.Client[pgx.Tx], error) {
+	if config == nil {
+		config = &river.Config{}
+	}
+	config.RetryPolicy = retryPolicy{}
+	c, err := river.NewClient(riverpgxv5.New(pool), config)
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	return c, nil
+}
