@@ -61,9 +61,8 @@ func (p Policy) Backoff(n int, err error) time.Duration {
 // every attempt and ends a wait at once; fn is never started on a done ctx.
 //
 // It returns the number of attempts made (0 when ctx was done before the
-// first) and the last error; when ctx ended the loop, that is
-// context.Cause(ctx) joined with nothing else, so callers can tell a
-// deadline from a cancel.
+// first) and the last error; when ctx ended the loop, the error is
+// context.Cause(ctx), so callers can tell a deadline from a cancel.
 func Do(ctx context.Context, p Policy, fn func(ctx context.Context, attempt int) error) (attempts int, err error) {
 	clock := p.Clock
 	if clock == nil {
