@@ -1,0 +1,95 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// CookieName is the name of the cookie that carries the proof of the token
+// after a first visit with ?token=.
+const CookieName = "evalrun_token"
+
+// authenticator checks the token of every request, or, without a token,
+// that the request is addressed to a loopback host.
+type authenticator struct {
+	token  []byte
+	digest [32]byte // sha256(token): compared in constant time
+	cookie string   // HMAC of a fixed label under the token: not the token itself
+}
+
+func newAuthenticator(token string) *authenticator {
+	a := &authenticator{}
+	if token == "" {
+		return a
+	}
+	a.token = []byte(token)
+	a.digest = sha256.Sum256(a.token)
+	m := hmac.New(sha256.New, a.token)
+	m.Write([]byte("evalrun web viewer session"))
+	a.cookie = hex.EncodeToString(m.Sum(nil))
+	return a
+}
+
+// matches compares a presented token with the configured one in constant
+// time (digests of equal length, whatever the presented length).
+func (a *authenticator) matches(presented string) bool {
+	d := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(d[:], a.digest[:]) == 1
+}
+
+// check authorizes r, writing the refusal (or the redirect of the cookie
+// flow) itself when it returns false.
+func (a *authenticator) check(w http.ResponseWriter, r *http.Request) bool {
+	if a.token == nil {
+		// No token: loopback only. A page of another site that rebinds its
+		// name to 127.0.0.1 sends its own name as Host and is refused.
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !isLoopbackHost(strings.Trim(host, "[]")) {
+			http.Error(w, "host not allowed: without a token the viewer answers only to localhost / 127.0.0.1 / [::1]", http.StatusForbidden)
+			return false
+		}
+		return true
+	}
+	if q := r.URL.Query(); q.Has("token") {
+		if !a.matches(q.Get("token")) {
+			unauthorized(w)
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name: CookieName, Value: a.cookie, Path: "/",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		})
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, tok, ok := strings.Cut(auth, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && a.matches(strings.TrimSpace(tok)) {
+			return true
+		}
+		unauthorized(w)
+		return false
+	}
+	if c, err := r.Cookie(CookieName); err == nil &&
+		subtle.ConstantTimeCompare([]byte(c.Value), []byte(a.cookie)) == 1 {
+		return true
+	}
+	unauthorized(w)
+	return false
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="evalrun"`)
+	http.Error(w, "unauthorized: open the viewer's URL with ?token=<token> once, or send Authorization: Bearer <token>", http.StatusUnauthorized)
+}

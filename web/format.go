@@ -1,0 +1,297 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/report"
+)
+
+// parseTemplates parses each page with the layout. Every value reaches
+// the HTML through html/template's contextual escaping: no function here
+// returns template.HTML.
+func parseTemplates() (map[string]*template.Template, error) {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := make(map[string]*template.Template)
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
+		if err != nil {
+			return nil, err
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+var funcs = template.FuncMap{
+	"pct":      pct,
+	"num":      num,
+	"signed":   signed,
+	"ms":       msText,
+	"duration": durationText,
+	"usd":      usdText,
+	"int64":    int64Text,
+	"when":     whenText,
+	"whenp":    func(t *time.Time) string { return whenText(derefTime(t)) },
+	"str":      func(p *string) string { return deref(p) },
+	"kind":     func(k *evalrun.ErrorKind) string { return string(deref(k)) },
+	"trunc":    truncate,
+	"text":     func(v json.RawMessage) string { return evalrun.Text(v) },
+	"pretty":   pretty,
+	"histogram": func(s report.ScorerStats) histogram {
+		return newHistogram(s.Histogram, s.Threshold)
+	},
+	"itemURL": func(runID string, index, repeat int) string {
+		u := "/runs/" + url.PathEscape(runID) + "/items/" + strconv.Itoa(index)
+		if repeat > 0 {
+			u += "?repeat=" + strconv.Itoa(repeat)
+		}
+		return u
+	},
+	"runURL": func(runID string) string { return "/runs/" + url.PathEscape(runID) },
+	"add":    func(a, b int) int { return a + b },
+	"score": func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*p, 'f', 3, 64)
+	},
+	"comma":  comma,
+	"mulf":   func(x float64) float64 { return x * 100 },
+	"deref0": func(p *float64) float64 { return deref(p) },
+	"deltaClass": func(p *float64) string {
+		switch {
+		case p == nil || *p == 0:
+			return ""
+		case *p < 0:
+			return "bad"
+		}
+		return "good"
+	},
+	"pvalue": func(p *float64) string {
+		switch {
+		case p == nil:
+			return "—"
+		case *p < 0.001:
+			return "< 0.001"
+		}
+		return strconv.FormatFloat(*p, 'f', 3, 64)
+	},
+	"changes": func(v *compareView, list []report.ItemChange, id string) changesView {
+		return changesView{View: v, List: list, ID: id}
+	},
+}
+
+// changesView is the data of the "changes" template: one list of a
+// comparison.
+type changesView struct {
+	View *compareView
+	List []report.ItemChange
+	ID   string
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*p*100, 'f', 1, 64) + "%"
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
+}
+
+func signed(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%+.3f", *p)
+}
+
+func msText(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	if *p >= 1000 {
+		return strconv.FormatFloat(*p/1000, 'f', 2, 64) + " s"
+	}
+	return strconv.FormatFloat(*p, 'f', 0, 64) + " ms"
+}
+
+func durationText(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	d := time.Duration(*p) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(*p, 10) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return d.Round(time.Second).String()
+}
+
+func usdText(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return "$" + strconv.FormatFloat(*p, 'f', 4, 64)
+}
+
+func int64Text(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	return comma(int(*p))
+}
+
+// comma writes n with thousands separators.
+func comma(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func whenText(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// truncate cuts s to n runes on one line, marking the cut.
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// value is a JSON value made readable: a JSON string shown as its text, any
+// other value pretty-printed; Long values are shown collapsed.
+type value struct {
+	Text  string
+	JSON  bool
+	Empty bool
+	Lines int
+	Long  bool
+}
+
+const longChars, longLines = 1200, 20
+
+func pretty(v json.RawMessage) value {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || string(v) == "null" {
+		return value{Empty: true}
+	}
+	out := value{}
+	if v[0] == '"' {
+		out.Text = evalrun.Text(v)
+	} else {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, v, "", "  "); err != nil {
+			out.Text = string(v)
+		} else {
+			out.Text, out.JSON = buf.String(), true
+		}
+	}
+	out.Lines = strings.Count(out.Text, "\n") + 1
+	out.Long = len(out.Text) > longChars || out.Lines > longLines
+	return out
+}
+
+// histogram is a scorer's ten buckets drawn as SVG bars.
+type histogram struct {
+	Width, Height int
+	Bars          []bar
+	Total         int
+}
+
+type bar struct {
+	X, Y, W, H int
+	Count      int
+	Label      string
+	Pass       bool
+}
+
+const histW, histH, histBar, histGap = 240, 64, 22, 2
+
+// newHistogram draws counts; a bucket whose lower edge reaches threshold is
+// drawn as passing.
+func newHistogram(counts [report.HistogramBuckets]int, threshold float64) histogram {
+	h := histogram{Width: histW, Height: histH + 14}
+	peak := 0
+	for _, c := range counts {
+		peak = max(peak, c)
+		h.Total += c
+	}
+	for i, c := range counts {
+		height := 0
+		if peak > 0 && c > 0 {
+			height = max(int(math.Round(float64(c)/float64(peak)*histH)), 1)
+		}
+		hi := ")"
+		if i == report.HistogramBuckets-1 {
+			hi = "]"
+		}
+		h.Bars = append(h.Bars, bar{
+			X: i * (histBar + histGap), Y: histH - height, W: histBar, H: height, Count: c,
+			Label: fmt.Sprintf("[%.1f, %.1f%s: %s", float64(i)/10, float64(i+1)/10, hi, comma(c)),
+			Pass:  float64(i)/10 >= threshold-1e-9,
+		})
+	}
+	return h
+}

@@ -1,0 +1,512 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/report"
+)
+
+const (
+	runsPerPage     = 50
+	failuresShown   = 50
+	changesWithRows = 200
+)
+
+// page is what every template gets: the page's title and data.
+type page struct {
+	Title string
+	Data  any
+}
+
+// render executes a page into a buffer first, so that a template error
+// gives a clean 500 instead of half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	t := s.pages[name]
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", page{Title: title, Data: data}); err != nil {
+		s.log.Error("web: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// errorStatus maps an error to an HTTP status: not found 404, invalid 400.
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, evalrun.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, evalrun.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	status := errorStatus(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		s.log.Error("web: request", "path", r.URL.Path, "err", err)
+		msg = "internal error (see the server's log)"
+	}
+	s.render(w, r, status, "error", http.StatusText(status), struct {
+		Status  int
+		Message string
+	}{status, msg})
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: the viewer is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	if len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" {
+		s.jsonError(w, r, fmt.Errorf("no route %s: %w", r.URL.Path, evalrun.ErrNotFound))
+		return
+	}
+	s.pageError(w, r, fmt.Errorf("no page %s: %w", r.URL.Path, evalrun.ErrNotFound))
+}
+
+// fingerprint identifies the state of a run record that a cached report
+// reflects.
+func fingerprint(run *evalrun.Run) string {
+	return fmt.Sprintf("%s|%d|%d|%d|%d|%d|%d|%s", run.Status, run.Total, run.Succeeded, run.Failed, run.Skipped,
+		run.PersistErrors, run.CompletedAt.UnixNano(), run.Error)
+}
+
+// report returns the report (without item rows) of run, cached.
+func (s *Server) report(ctx context.Context, run *evalrun.Run) (*report.Report, error) {
+	fp := fingerprint(run)
+	if !run.Status.Done() {
+		fp = string(run.Status) // a running run's counts move: refresh by age
+	}
+	return s.reports.get(ctx, s.bgCtx, run.ID, fp, run.Status.Done(), s.opts.RefreshInterval,
+		func(ctx context.Context) (*report.Report, error) {
+			return report.FromStore(ctx, s.store, run.ID, report.WithoutItems())
+		})
+}
+
+// runRow is a line of the runs list.
+type runRow struct {
+	Run      *evalrun.Run
+	PassRate *float64
+	Pending  bool // the report is still being computed
+	Duration *int64
+}
+
+func runDuration(run *evalrun.Run) *int64 {
+	if run.StartedAt.IsZero() {
+		return nil
+	}
+	end := run.CompletedAt
+	if end.IsZero() {
+		return nil
+	}
+	ms := end.Sub(run.StartedAt).Milliseconds()
+	return &ms
+}
+
+// listRuns returns the runs of the list with their macro pass rates,
+// waiting at most ListWait for reports not cached yet.
+func (s *Server) listRuns(ctx context.Context, dataset string, limit int) ([]runRow, bool, error) {
+	runs, err := s.store.ListRuns(ctx, evalrun.RunFilter{Dataset: dataset, Limit: limit + 1})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(runs) > limit
+	runs = runs[:min(len(runs), limit)]
+	rows := make([]runRow, len(runs))
+	wctx, cancel := context.WithTimeout(ctx, s.opts.ListWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		rows[i] = runRow{Run: run, Duration: runDuration(run)}
+		wg.Go(func() {
+			rep, err := s.report(wctx, run)
+			if err != nil {
+				rows[i].Pending = true
+				return
+			}
+			rows[i].PassRate = rep.MacroPassRate
+		})
+	}
+	wg.Wait()
+	return rows, more, ctx.Err()
+}
+
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	dataset := r.URL.Query().Get("dataset")
+	limit := runsPerPage
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
+		limit = min(n, 1000)
+	}
+	rows, more, err := s.listRuns(r.Context(), dataset, limit)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	datasets, err := s.store.ListDatasets(r.Context())
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	var moreURL string
+	if more {
+		v := url.Values{"limit": {strconv.Itoa(limit + runsPerPage)}}
+		if dataset != "" {
+			v.Set("dataset", dataset)
+		}
+		moreURL = "/?" + v.Encode()
+	}
+	s.render(w, r, http.StatusOK, "runs", "Runs", struct {
+		Runs     []runRow
+		Datasets []*evalrun.Dataset
+		Dataset  string
+		MoreURL  string
+	}{rows, datasets, dataset, moreURL})
+}
+
+// runView is the data of the run page.
+type runView struct {
+	Run          *evalrun.Run
+	Report       *report.Report
+	Live         bool
+	Failures     []report.Failure
+	MoreFailures int
+	Others       []*evalrun.Run // runs of the same dataset, to compare with
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run, err := s.store.GetRun(ctx, r.PathValue("id"))
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	rep, err := s.report(ctx, run)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := runView{Run: run, Report: rep, Live: !run.Status.Done()}
+	v.Failures = rep.Failures[:min(len(rep.Failures), failuresShown)]
+	v.MoreFailures = len(rep.Failures) - len(v.Failures)
+	others, err := s.store.ListRuns(ctx, evalrun.RunFilter{Dataset: run.Dataset, Limit: 21})
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	for _, o := range others {
+		if o.ID != run.ID && len(v.Others) < 20 {
+			v.Others = append(v.Others, o)
+		}
+	}
+	s.render(w, r, http.StatusOK, "run", runTitle(run), v)
+}
+
+func runTitle(run *evalrun.Run) string {
+	if run.Name != "" {
+		return run.Name + " · " + run.ID
+	}
+	return run.ID
+}
+
+// itemsView is the data of the items table.
+type itemsView struct {
+	Run     *evalrun.Run
+	Scorers []string
+	Rows    []report.ItemRow
+	Query   ItemQuery
+	Below   string
+	Tags    []string
+	Total   int
+	// Showing is the position of the first row (input order) or the page.
+	Page, Pages int
+	NextURL     string
+	FirstURL    string
+	SortLinks   []sortLink
+}
+
+type sortLink struct {
+	Label, URL string
+	Active     bool
+}
+
+// itemsPage runs the query of r over run.
+func (s *Server) itemsPage(r *http.Request, run *evalrun.Run) (ItemQuery, *itemPage, []report.ItemRow, error) {
+	q, err := ParseItemQuery(r.URL.Query())
+	if err != nil {
+		return q, nil, nil, err
+	}
+	if q.Size == 0 {
+		q.Size = s.opts.PageSize
+	}
+	p, err := queryItems(r.Context(), s.store, run, q)
+	if err != nil {
+		return q, nil, nil, err
+	}
+	return q, p, rowsOf(run, p.Results), nil
+}
+
+// rowsOf converts results to report rows, keeping their order.
+func rowsOf(run *evalrun.Run, results []*evalrun.ItemResult) []report.ItemRow {
+	rep := report.Build(run, results)
+	pos := make(map[[2]int]int, len(results))
+	for i, res := range results {
+		pos[[2]int{res.Index, res.Repeat}] = i
+	}
+	rows := make([]report.ItemRow, len(results))
+	for _, row := range rep.Items {
+		rows[pos[[2]int{row.Index, row.Repeat}]] = row
+	}
+	return rows
+}
+
+func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
+	run, err := s.store.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	q, p, rows, err := s.itemsPage(r, run)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	base := "/runs/" + url.PathEscape(run.ID) + "/items"
+	v := itemsView{Run: run, Rows: rows, Query: q, Total: p.Total, Page: p.Page, Pages: p.Pages}
+	for _, sc := range run.Scorers {
+		v.Scorers = append(v.Scorers, sc.Name)
+	}
+	if q.Below != nil {
+		v.Below = strconv.FormatFloat(*q.Below, 'g', -1, 64)
+	}
+	if rep, ok := s.reports.cached(run.ID, fingerprint(run)); ok {
+		for _, c := range rep.Cohorts {
+			if c.Tag != nil {
+				v.Tags = append(v.Tags, *c.Tag)
+			}
+		}
+	}
+	vals := q.Values()
+	if p.Next != "" {
+		nv := q.Values()
+		nv.Set("from", p.Next)
+		v.NextURL = base + "?" + nv.Encode()
+	}
+	if p.NextPage > 0 {
+		nv := q.Values()
+		nv.Set("page", strconv.Itoa(p.NextPage))
+		v.NextURL = base + "?" + nv.Encode()
+	}
+	if q.From > 0 || q.FromRepeat > 0 || q.Page > 1 {
+		v.FirstURL = base + "?" + vals.Encode()
+	}
+	sorts := []struct{ label, sort string }{{"input order", ""}, {"slowest", "-latency"}, {"fastest", "latency"}}
+	for _, sc := range v.Scorers {
+		sorts = append(sorts, struct{ label, sort string }{"lowest " + sc, "score:" + sc}, struct{ label, sort string }{"highest " + sc, "-score:" + sc})
+	}
+	for _, so := range sorts {
+		sv := q.Values()
+		sv.Del("sort")
+		if so.sort != "" {
+			sv.Set("sort", so.sort)
+		}
+		v.SortLinks = append(v.SortLinks, sortLink{Label: so.label, URL: base + "?" + sv.Encode(), Active: so.sort == q.Sort})
+	}
+	s.render(w, r, http.StatusOK, "items", "Items · "+runTitle(run), v)
+}
+
+// itemView is the data of the item page.
+type itemView struct {
+	Run    *evalrun.Run
+	Result *evalrun.ItemResult
+	Row    report.ItemRow
+	Scores []scoreView
+	Meta   value
+	Tags   []string
+}
+
+type scoreView struct {
+	evalrun.ScorerResult
+	Threshold float64
+}
+
+// itemOf reads the result named by r's path (index) and ?repeat=.
+func (s *Server) itemOf(r *http.Request) (*evalrun.Run, *evalrun.ItemResult, error) {
+	ctx := r.Context()
+	run, err := s.store.GetRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	index, err := strconv.Atoi(r.PathValue("index"))
+	if err != nil || index < 0 {
+		return nil, nil, fmt.Errorf("item %q of run %s: %w", r.PathValue("index"), run.ID, evalrun.ErrNotFound)
+	}
+	repeat := 0
+	if s := r.URL.Query().Get("repeat"); s != "" {
+		if repeat, err = strconv.Atoi(s); err != nil || repeat < 0 {
+			return nil, nil, fmt.Errorf("bad repeat %q: %w", s, evalrun.ErrInvalid)
+		}
+	}
+	res, err := getResult(ctx, s.store, run.ID, index, repeat)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, res, nil
+}
+
+func (s *Server) handleItem(w http.ResponseWriter, r *http.Request) {
+	run, res, err := s.itemOf(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0]}
+	for _, sc := range res.Scores {
+		th := evalrun.DefaultThreshold
+		if i := slices.IndexFunc(run.Scorers, func(x evalrun.ScorerInfo) bool { return x.Name == sc.Scorer }); i >= 0 {
+			th = run.Scorers[i].Threshold
+		}
+		v.Scores = append(v.Scores, scoreView{ScorerResult: sc, Threshold: th})
+	}
+	if res.Item != nil && len(res.Item.Metadata) > 0 {
+		v.Meta = pretty(evalrun.JSON(res.Item.Metadata))
+	}
+	s.render(w, r, http.StatusOK, "item", res.ItemID+" · "+runTitle(run), v)
+}
+
+// compareView is a comparison with the outputs of its changed items.
+type compareView struct {
+	Comparison *report.Comparison
+	A, B       *evalrun.Run
+	// Sides holds both runs' rows of the first changed items, by
+	// "id#repeat".
+	Sides map[string][2]*report.ItemRow
+}
+
+// Side returns both rows of a changed item.
+func (v *compareView) Side(ch report.ItemChange) [2]*report.ItemRow {
+	return v.Sides[ch.ItemID+"#"+strconv.Itoa(ch.Repeat)]
+}
+
+// compare returns the comparison of run b against run a, cached.
+func (s *Server) compare(ctx context.Context, a, b *evalrun.Run) (*compareView, error) {
+	done := a.Status.Done() && b.Status.Done()
+	fp := fingerprint(a) + "/" + fingerprint(b)
+	return s.compares.get(ctx, s.bgCtx, a.ID+"\x00"+b.ID, fp, done, s.opts.RefreshInterval,
+		func(ctx context.Context) (*compareView, error) {
+			ra, err := report.FromStore(ctx, s.store, a.ID)
+			if err != nil {
+				return nil, err
+			}
+			rb, err := report.FromStore(ctx, s.store, b.ID)
+			if err != nil {
+				return nil, err
+			}
+			c, err := report.Compare(ra, rb, report.CompareOptions{})
+			if err != nil {
+				return nil, err
+			}
+			v := &compareView{Comparison: c, A: a, B: b, Sides: map[string][2]*report.ItemRow{}}
+			want := map[string]bool{}
+			for _, list := range [][]report.ItemChange{c.Regressed, c.Improved} {
+				for _, ch := range list[:min(len(list), changesWithRows)] {
+					want[ch.ItemID+"#"+strconv.Itoa(ch.Repeat)] = true
+				}
+			}
+			for side, rep := range []*report.Report{ra, rb} {
+				for i := range rep.Items {
+					row := &rep.Items[i]
+					k := row.ID + "#" + strconv.Itoa(row.Repeat)
+					if want[k] {
+						pair := v.Sides[k]
+						if pair[side] == nil {
+							c := *row
+							pair[side] = &c
+						}
+						v.Sides[k] = pair
+					}
+				}
+			}
+			return v, nil
+		})
+}
+
+// compareRuns reads the runs ?a= and ?b= of r.
+func (s *Server) compareRuns(r *http.Request) (*evalrun.Run, *evalrun.Run, error) {
+	q := r.URL.Query()
+	ida, idb := q.Get("a"), q.Get("b")
+	if ida == "" || idb == "" {
+		return nil, nil, fmt.Errorf("compare needs two runs: ?a=RUN&b=RUN: %w", evalrun.ErrInvalid)
+	}
+	a, err := s.store.GetRun(r.Context(), ida)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.store.GetRun(r.Context(), idb)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("a") == "" && q.Get("b") == "" {
+		// No runs chosen: show the form.
+		runs, err := s.store.ListRuns(r.Context(), evalrun.RunFilter{Limit: 200})
+		if err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "compare", "Compare runs", struct {
+			Runs []*evalrun.Run
+			View *compareView
+		}{runs, nil})
+		return
+	}
+	a, b, err := s.compareRuns(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	v, err := s.compare(r.Context(), a, b)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "compare", "Compare · "+a.ID+" → "+b.ID, struct {
+		Runs            []*evalrun.Run
+		View            *compareView
+		Regressed       []report.ItemChange
+		Improved        []report.ItemChange
+		MoreRegressed   int
+		MoreImproved    int
+		ChangesWithRows int
+		Generated       time.Time
+	}{nil, v,
+		v.Comparison.Regressed[:min(len(v.Comparison.Regressed), changesWithRows)],
+		v.Comparison.Improved[:min(len(v.Comparison.Improved), changesWithRows)],
+		max(len(v.Comparison.Regressed)-changesWithRows, 0),
+		max(len(v.Comparison.Improved)-changesWithRows, 0),
+		changesWithRows, s.opts.Clock.Now()})
+}

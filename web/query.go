@@ -1,0 +1,381 @@
+package web
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+)
+
+// ItemQuery selects and orders a page of a run's results: the filters and
+// the sort of the items table and of GET /api/runs/{id}/items, read from
+// the URL query by [ParseItemQuery].
+type ItemQuery struct {
+	// Failed keeps only results whose target failed (failed=1).
+	Failed bool
+	// Scorer with Below keeps the results whose score by that scorer is
+	// below Below, or missing (the scorer failed or the target failed).
+	// Below nil means the scorer's threshold: the results it did not pass
+	// (scorer=NAME&below=0.5).
+	Scorer string
+	Below  *float64
+	// Tag keeps the results whose item carries that tag (tag=X).
+	Tag string
+	// Search keeps the results whose item id contains it, ignoring case
+	// (q=X).
+	Search string
+	// Sort is "" (input order), "latency", "-latency" (descending),
+	// "score:NAME" or "-score:NAME". Missing scores sort lowest.
+	Sort string
+	// From and FromRepeat start an input-order page at that result
+	// (from=INDEX[.REPEAT]): the cursor of the "next" link.
+	From, FromRepeat int
+	// Page is the 1-based page of a sorted listing (page=N).
+	Page int
+	// Size is the page size (size=N, at most 500); 0 means the server's.
+	Size int
+}
+
+const maxPageSize = 500
+
+// ParseItemQuery reads an [ItemQuery] from URL values. It fails (an
+// [evalrun.ErrInvalid] error) on malformed numbers and unknown sorts.
+func ParseItemQuery(v url.Values) (ItemQuery, error) {
+	q := ItemQuery{
+		Failed: v.Get("failed") == "1" || v.Get("failed") == "true" || v.Get("failed") == "on",
+		Scorer: strings.TrimSpace(v.Get("scorer")),
+		Tag:    v.Get("tag"),
+		Search: strings.TrimSpace(v.Get("q")),
+		Sort:   v.Get("sort"),
+	}
+	bad := func(name, val string) error {
+		return fmt.Errorf("bad %s %q: %w", name, val, evalrun.ErrInvalid)
+	}
+	if s := strings.TrimSpace(v.Get("below")); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) {
+			return q, bad("below", s)
+		}
+		q.Below = &f
+	}
+	if q.Sort == "index" {
+		q.Sort = ""
+	}
+	switch {
+	case q.Sort == "", q.Sort == "latency", q.Sort == "-latency":
+	case strings.HasPrefix(q.Sort, "score:") && len(q.Sort) > 6, strings.HasPrefix(q.Sort, "-score:") && len(q.Sort) > 7:
+	default:
+		return q, bad("sort", q.Sort)
+	}
+	if s := v.Get("from"); s != "" {
+		idx, rep, _ := strings.Cut(s, ".")
+		var err error
+		if q.From, err = strconv.Atoi(idx); err != nil || q.From < 0 {
+			return q, bad("from", s)
+		}
+		if rep != "" {
+			if q.FromRepeat, err = strconv.Atoi(rep); err != nil || q.FromRepeat < 0 {
+				return q, bad("from", s)
+			}
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"page", &q.Page}, {"size", &q.Size}} {
+		if s := v.Get(p.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return q, bad(p.name, s)
+			}
+			*p.dst = n
+		}
+	}
+	q.Size = min(q.Size, maxPageSize)
+	return q, nil
+}
+
+// Values returns the query as URL values (the inverse of
+// [ParseItemQuery]), without the paging fields.
+func (q ItemQuery) Values() url.Values {
+	v := url.Values{}
+	if q.Failed {
+		v.Set("failed", "1")
+	}
+	if q.Scorer != "" {
+		v.Set("scorer", q.Scorer)
+	}
+	if q.Below != nil {
+		v.Set("below", strconv.FormatFloat(*q.Below, 'g', -1, 64))
+	}
+	if q.Tag != "" {
+		v.Set("tag", q.Tag)
+	}
+	if q.Search != "" {
+		v.Set("q", q.Search)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	return v
+}
+
+// sortScorer returns the scorer of a score sort and whether it is
+// descending.
+func (q ItemQuery) sortKey() (scorer string, latency, desc bool) {
+	s := q.Sort
+	desc = strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if s == "latency" {
+		return "", true, desc
+	}
+	return strings.TrimPrefix(s, "score:"), false, desc
+}
+
+// filtered reports whether the query filters beyond what the store does
+// (FailedOnly).
+func (q ItemQuery) filtered() bool { return q.Scorer != "" || q.Tag != "" || q.Search != "" }
+
+// matcher returns the filter of q over run's results.
+func (q ItemQuery) matcher(run *evalrun.Run) func(*evalrun.ItemResult) bool {
+	threshold := evalrun.DefaultThreshold
+	for _, sc := range run.Scorers {
+		if sc.Name == q.Scorer {
+			threshold = sc.Threshold
+		}
+	}
+	search := strings.ToLower(q.Search)
+	return func(r *evalrun.ItemResult) bool {
+		if q.Failed && !r.Failed() {
+			return false
+		}
+		if search != "" && !strings.Contains(strings.ToLower(r.ItemID), search) {
+			return false
+		}
+		if q.Tag != "" && !slices.Contains(r.Item.Tags(), q.Tag) {
+			return false
+		}
+		if q.Scorer != "" {
+			sc := scoreOf(r, q.Scorer)
+			switch {
+			case sc == nil || sc.Score == nil: // no score: below anything
+			case q.Below != nil:
+				if *sc.Score >= *q.Below {
+					return false
+				}
+			default:
+				if *sc.Score >= threshold && sc.Passed {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+func scoreOf(r *evalrun.ItemResult, scorer string) *evalrun.ScorerResult {
+	for i := range r.Scores {
+		if r.Scores[i].Scorer == scorer {
+			return &r.Scores[i]
+		}
+	}
+	return nil
+}
+
+// ItemPage is one page of a run's results.
+type itemPage struct {
+	Results []*evalrun.ItemResult
+	// Total is the number of matching results; -1 when unknown (an
+	// input-order page stops scanning once it is full).
+	Total int
+	// Next is the cursor of the next input-order page ("" when none);
+	// NextPage the next sorted page (0 when none).
+	Next     string
+	NextPage int
+	Page     int
+	Pages    int
+}
+
+// errPageFull stops a scan once a page is complete.
+var errPageFull = errors.New("page full")
+
+// queryItems returns the page of run's results that q selects. Memory is
+// bounded by the page (and, for a sorted page past the first, by a few
+// words per result up to the page's end), never by the run.
+func queryItems(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, q ItemQuery) (*itemPage, error) {
+	if q.Sort != "" {
+		return querySorted(ctx, store, run, q)
+	}
+	match := q.matcher(run)
+	page := &itemPage{Total: -1}
+	rq := evalrun.ResultQuery{FromIndex: q.From, FailedOnly: q.Failed}
+	if !q.filtered() {
+		rq.Limit = q.Size + 1 + q.FromRepeat
+	}
+	err := store.ScanResults(ctx, run.ID, rq, func(r *evalrun.ItemResult) error {
+		if r.Index == q.From && r.Repeat < q.FromRepeat || !match(r) {
+			return nil
+		}
+		if len(page.Results) == q.Size {
+			page.Next = strconv.Itoa(r.Index)
+			if r.Repeat > 0 {
+				page.Next += "." + strconv.Itoa(r.Repeat)
+			}
+			return errPageFull
+		}
+		page.Results = append(page.Results, r)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, err
+	}
+	return page, nil
+}
+
+// sortEntry is a result's place in a sorted listing.
+type sortEntry struct {
+	key           float64
+	index, repeat int
+	res           *evalrun.ItemResult // kept only for the first page
+}
+
+// sortHeap keeps the best-ranked n entries: it is a heap of the worst one
+// on top, evicted when a better one comes.
+type sortHeap struct {
+	e    []sortEntry
+	desc bool
+}
+
+// before reports whether a ranks before b in the listing.
+func (h *sortHeap) before(a, b *sortEntry) bool {
+	if a.key != b.key {
+		return (a.key < b.key) != h.desc
+	}
+	return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.repeat, b.repeat)) < 0
+}
+
+func (h *sortHeap) Len() int           { return len(h.e) }
+func (h *sortHeap) Less(i, j int) bool { return h.before(&h.e[j], &h.e[i]) }
+func (h *sortHeap) Swap(i, j int)      { h.e[i], h.e[j] = h.e[j], h.e[i] }
+func (h *sortHeap) Push(x any)         { h.e = append(h.e, x.(sortEntry)) }
+func (h *sortHeap) Pop() any {
+	x := h.e[len(h.e)-1]
+	h.e = h.e[:len(h.e)-1]
+	return x
+}
+
+// querySorted streams every result once, keeping the best-ranked
+// page×size entries in a heap; for the first page the entries hold their
+// results, for later pages a second scan fetches the page's results.
+func querySorted(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, q ItemQuery) (*itemPage, error) {
+	scorer, byLatency, desc := q.sortKey()
+	match := q.matcher(run)
+	pageNo := max(q.Page, 1)
+	offset := (pageNo - 1) * q.Size
+	keep := offset + q.Size
+	first := offset == 0
+	h := &sortHeap{desc: desc}
+	total := 0
+	err := store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FailedOnly: q.Failed}, func(r *evalrun.ItemResult) error {
+		if !match(r) {
+			return nil
+		}
+		total++
+		e := sortEntry{index: r.Index, repeat: r.Repeat}
+		if byLatency {
+			e.key = float64(r.Latency)
+		} else if sc := scoreOf(r, scorer); sc != nil && sc.Score != nil {
+			e.key = *sc.Score
+		} else {
+			e.key = math.Inf(-1)
+		}
+		if first {
+			e.res = r
+		}
+		if h.Len() < keep {
+			heap.Push(h, e)
+		} else if h.before(&e, &h.e[0]) {
+			h.e[0] = e
+			heap.Fix(h, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(h.e, func(a, b sortEntry) int {
+		if h.before(&a, &b) {
+			return -1
+		}
+		return 1
+	})
+	page := &itemPage{Total: total, Page: pageNo, Pages: max((total+q.Size-1)/q.Size, 1)}
+	if pageNo < page.Pages {
+		page.NextPage = pageNo + 1
+	}
+	if offset >= len(h.e) {
+		return page, nil
+	}
+	entries := h.e[offset:]
+	if first {
+		for _, e := range entries {
+			page.Results = append(page.Results, e.res)
+		}
+		return page, nil
+	}
+	// Second scan: fetch the page's results, from the smallest index on,
+	// stopping once all are found.
+	want := make(map[[2]int]int, len(entries))
+	from := entries[0].index
+	for i, e := range entries {
+		want[[2]int{e.index, e.repeat}] = i
+		from = min(from, e.index)
+	}
+	page.Results = make([]*evalrun.ItemResult, len(entries))
+	found := 0
+	err = store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FromIndex: from, FailedOnly: q.Failed}, func(r *evalrun.ItemResult) error {
+		if i, ok := want[[2]int{r.Index, r.Repeat}]; ok {
+			page.Results[i] = r
+			if found++; found == len(entries) {
+				return errPageFull
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, err
+	}
+	page.Results = slices.DeleteFunc(page.Results, func(r *evalrun.ItemResult) bool { return r == nil })
+	return page, nil
+}
+
+// getResult returns the result (index, repeat) of a run, or
+// evalrun.ErrNotFound.
+func getResult(ctx context.Context, store evalrun.RunStore, runID string, index, repeat int) (*evalrun.ItemResult, error) {
+	var found *evalrun.ItemResult
+	err := store.ScanResults(ctx, runID, evalrun.ResultQuery{FromIndex: index, Limit: repeat + 1}, func(r *evalrun.ItemResult) error {
+		if r.Index == index && r.Repeat == repeat {
+			found = r
+			return errPageFull
+		}
+		if r.Index > index {
+			return errPageFull
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("result %d (repeat %d) of run %s: %w", index, repeat, runID, evalrun.ErrNotFound)
+	}
+	return found, nil
+}
