@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/evalrun/evalrun/suite"
+)
+
+// DefaultDB is the storage used when neither --db nor EVALRUN_DB is set.
+const DefaultDB = "sqlite:.evalrun/evalrun.db"
+
+// State is everything the commands take from the process: standard streams,
+// the environment and whether standard error is a terminal. It is the only
+// place that touches os-level things, so tests run commands with buffers.
+type State struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Env is the process environment as "KEY=value" strings.
+	Env []string
+	// Terminal is true when standard error is a terminal (progress bar).
+	Terminal bool
+	// CancelPoll is how often a run checks whether its stored status
+	// became canceled (evalrun runs cancel from another process).
+	CancelPoll time.Duration
+	// ProgressEvery is how often a plain progress line is printed when
+	// standard error is not a terminal.
+	ProgressEvery time.Duration
+	// Now is the clock of run ids and messages.
+	Now func() time.Time
+
+	lookup suite.Env
+	// ran is set once a command's own code starts, so that an error before
+	// it is known to be a usage error (exit code 2).
+	ran bool
+}
+
+// Getenv returns the value of an environment variable, "" when unset.
+func (st *State) Getenv(name string) string {
+	v, _ := st.lookupEnv()(name)
+	return v
+}
+
+func (st *State) lookupEnv() suite.Env {
+	if st.lookup == nil {
+		st.lookup = suite.EnvList(st.Env)
+	}
+	return st.lookup
+}
+
+// commands are the constructors of the top-level commands, in help order.
+// A command file adds its own with register in an init function, so a new
+// command (serve, worker) is one new file.
+var commands []func(*State) *cobra.Command
+
+// register adds a top-level command constructor.
+func register(f func(*State) *cobra.Command) { commands = append(commands, f) }
+
+// Main runs the evalrun command line with args (without the program name)
+// and returns the process exit code: 0 success, 1 a run finished with
+// errors or a breached threshold (or an operation failed), 2 bad usage,
+// configuration or input, 130 interrupted. See [ExitCode].
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
+	st := &State{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env,
+		CancelPoll: time.Second, ProgressEvery: 5 * time.Second, Now: time.Now}
+	if f, ok := stderr.(*os.File); ok {
+		st.Terminal = term.IsTerminal(int(f.Fd()))
+	}
+	return st.Main(ctx, args)
+}
+
+// Main runs the command line with st's streams and environment; see [Main].
+func (st *State) Main(ctx context.Context, args []string) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(st.Stderr, "evalrun: internal error: %v\n(this is a bug: please report it with the command you ran)\n", r)
+			code = 1
+		}
+	}()
+	root := st.rootCommand()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !st.ran {
+		err = usageError(err)
+	}
+	code = ExitCode(err)
+	if err != nil && !silent(err) {
+		msg := strings.TrimRight(err.Error(), "\n")
+		fmt.Fprintf(st.Stderr, "evalrun: %s\n", msg)
+		if code == 2 && !st.ran {
+			fmt.Fprintln(st.Stderr, "Run 'evalrun --help' for usage.")
+		}
+	}
+	return code
+}
+
+// rootCommand builds the command tree.
+func (st *State) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "evalrun",
+		Short: "Evaluate LLM applications: run a dataset against a target, score, store, report",
+		Long: `evalrun runs every item of a versioned dataset against a target (a model, an
+HTTP service, a local program...), grades each output with scorers, stores
+everything (SQLite by default, PostgreSQL for teams) and reports, with exit
+codes a CI pipeline can gate on:
+
+  0    the run completed, no target or scorer errors, every fail_on holds
+  1    it finished but with errors or a breached threshold
+  2    bad usage, configuration or input (nothing was run)
+  130  interrupted (partial reports written; resume with --resume RUN_ID)
+
+Storage: --db or EVALRUN_DB, sqlite:PATH or postgres://...; default ` + DefaultDB + `.`,
+		Example: `  evalrun run examples/quickstart/suite.yaml
+  evalrun runs list
+  evalrun report RUN_ID -o report.md`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			st.ran = true
+		},
+	}
+	root.SetIn(st.Stdin)
+	root.SetOut(st.Stdout)
+	root.SetErr(st.Stderr)
+	root.PersistentFlags().String("db", "", "storage: sqlite:PATH or postgres://... (default: $EVALRUN_DB, else "+DefaultDB+")")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	for _, f := range commands {
+		root.AddCommand(f(st))
+	}
+	return root
+}
+
+// args returns a cobra argument check for exactly the named arguments,
+// whose error names what is missing.
+func args(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) == len(names) {
+			return nil
+		}
+		if len(a) < len(names) {
+			return usageError(fmt.Errorf("%s: missing %s (usage: %s)", cmd.CommandPath(),
+				strings.Join(names[len(a):], " "), cmd.UseLine()))
+		}
+		return usageError(fmt.Errorf("%s: too many arguments: %q (usage: %s)", cmd.CommandPath(),
+			a[len(names):], cmd.UseLine()))
+	}
+}

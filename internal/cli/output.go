@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evalrun/evalrun/report"
+)
+
+// reportFile is a report to write to a file.
+type reportFile struct {
+	path   string
+	format report.Format
+}
+
+// reportTargets returns the format of standard output (--format, default the
+// table) and the format of every -o file: its extension's, else --format.
+func reportTargets(format string, paths []string) (report.Format, []reportFile, error) {
+	stdout := report.FormatTable
+	if format != "" {
+		f, err := report.ParseFormat(format)
+		if err != nil {
+			return "", nil, fmt.Errorf("--format: %w", err)
+		}
+		stdout = f
+	}
+	files := make([]reportFile, 0, len(paths))
+	for _, p := range paths {
+		f, ok := report.FormatForPath(p)
+		switch {
+		case ok:
+		case format != "":
+			f = stdout
+		default:
+			return "", nil, invalidf("-o %s: cannot tell the format from the extension (use .json, .md, .xml or .txt, or give --format)", p)
+		}
+		files = append(files, reportFile{path: p, format: f})
+	}
+	return stdout, files, nil
+}
+
+// writeReports writes rep to standard output and to every file. It writes
+// every file it can and returns the errors of the others.
+func (st *State) writeReports(rep *report.Report, stdout report.Format, files []reportFile) error {
+	var errs []error
+	if err := report.Write(st.Stdout, rep, stdout); err != nil {
+		errs = append(errs, fmt.Errorf("write the report to standard output: %w", err))
+	}
+	for _, f := range files {
+		if err := writeFile(f.path, func(w *os.File) error { return report.Write(w, rep, f.format) }); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(st.Stderr, "wrote %s (%s)\n", f.path, f.format)
+	}
+	return errors.Join(errs...)
+}
+
+// writeFile creates path (and its directory) and fills it with write.
+func writeFile(path string, write func(*os.File) error) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// formatCompletion completes --format values.
+func formatCompletion(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	out := make([]string, len(report.Formats))
+	for i, f := range report.Formats {
+		out[i] = string(f)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

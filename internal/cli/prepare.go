@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/report"
+	"github.com/evalrun/evalrun/scorer"
+	"github.com/evalrun/evalrun/suite"
+)
+
+// prepared is everything a run needs, validated before anything executes.
+type prepared struct {
+	suite      *suite.Suite
+	record     *evalrun.Run
+	items      []*evalrun.Item
+	target     evalrun.Target
+	conditions []report.Condition
+	resume     bool
+	// datasetNote says what the dataset import did, printed after the run
+	// line.
+	datasetNote string
+	// dbFlag is " --db URL" for printed commands, or "".
+	dbFlag string
+}
+
+// prepareRun loads the suite (or, on resume, the stored run and its
+// config), applies the flags, imports the dataset file and selects the
+// items. Every error here means nothing ran.
+func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string, f *runFlags) (*prepared, error) {
+	ctx := cmd.Context()
+	p := &prepared{resume: f.resume != "", dbFlag: st.dbFlagFor(cmd)}
+	opts := suite.Options{Env: st.lookupEnv(), Deps: modelDeps()}
+	var err error
+	if p.resume {
+		for _, name := range []string{"limit", "tag", "dataset-version", "outputs"} {
+			if cmd.Flags().Changed(name) {
+				return nil, invalidf("--%s cannot be used with --resume: a resumed run keeps its item selection", name)
+			}
+		}
+		if p.record, err = store.GetRun(ctx, f.resume); err != nil {
+			return nil, notFound(err, "run "+f.resume, "evalrun runs list shows the runs")
+		}
+		if p.suite, err = suite.FromRunConfig(p.record.Config, opts); err != nil {
+			return nil, err
+		}
+	} else if p.suite, err = suite.Load(path, opts); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.suite.Close()
+		}
+	}()
+	s := p.suite
+	if err := s.Apply(f.overrides(cmd)); err != nil {
+		return nil, err
+	}
+	p.conditions = slices.Clone(s.FailOn)
+	for _, src := range f.failOn {
+		c, err := report.ParseCondition(src)
+		if err == nil {
+			err = c.Check(s.ScorerNames())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--fail-on: %w", err)
+		}
+		p.conditions = append(p.conditions, c)
+	}
+
+	name, version := s.Dataset.Name, 0
+	if p.resume {
+		name, version = p.record.Dataset, p.record.DatasetVersion
+	} else {
+		outputs, err := absPath(f.outputs)
+		if err != nil {
+			return nil, err
+		}
+		s.Selection = suite.Selection{Tags: f.tags, Limit: f.limit, Outputs: outputs}
+		if f.limit < 0 {
+			return nil, invalidf("--limit %d: must not be negative", f.limit)
+		}
+		if version, err = st.importDataset(cmd, store, s, p); err != nil {
+			return nil, err
+		}
+		if f.datasetVersion != 0 {
+			version = f.datasetVersion
+		}
+	}
+	if version == 0 {
+		d, err := store.GetDataset(ctx, name)
+		if err != nil {
+			return nil, notFound(err, "dataset "+name,
+				"import it with: evalrun dataset import "+name+" FILE, or set dataset.file in the suite")
+		}
+		version = d.LatestVersion
+	}
+	if p.items, err = selectItems(cmd, store, name, version, s.Selection); err != nil {
+		return nil, err
+	}
+
+	p.target = s.Target()
+	info := s.TargetInfo
+	if s.Selection.Outputs != "" {
+		if p.target, err = readOutputs(s.Selection.Outputs); err != nil {
+			return nil, err
+		}
+		info = evalrun.TargetInfo{Kind: "outputs", Name: s.Selection.Outputs}
+	}
+	if !p.resume {
+		cfg, err := s.RunConfig()
+		if err != nil {
+			return nil, err
+		}
+		p.record = &evalrun.Run{ID: evalrun.NewRunID(st.Now()), Name: s.Name, Dataset: name,
+			DatasetVersion: version, Target: info, Config: cfg}
+	}
+	ok = true
+	return p, nil
+}
+
+// importDataset imports the suite's dataset file, if any, and returns the
+// version the run uses (0: the latest).
+func (st *State) importDataset(cmd *cobra.Command, store evalrun.Store, s *suite.Suite, p *prepared) (int, error) {
+	d := s.Dataset
+	if d.File == "" {
+		return d.Version, nil
+	}
+	v, created, err := dataset.Import(cmd.Context(), store, d.Name, d.File)
+	if err != nil {
+		return 0, err
+	}
+	if created {
+		p.datasetNote = fmt.Sprintf("dataset %s: imported %s as version %d (%d items: %d added, %d changed, %d removed)",
+			d.Name, d.File, v.Version, v.ItemCount, v.Added, v.Changed, v.Removed)
+	} else {
+		p.datasetNote = fmt.Sprintf("dataset %s: %s unchanged, version %d", d.Name, d.File, v.Version)
+	}
+	if d.Version != 0 {
+		return d.Version, nil
+	}
+	return v.Version, nil
+}
+
+// selectItems reads the version's items and keeps the selection's.
+func selectItems(cmd *cobra.Command, store evalrun.Store, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
+	var items []*evalrun.Item
+	total := 0
+	err := store.ScanItems(cmd.Context(), name, version, func(it *evalrun.Item) error {
+		total++
+		if len(sel.Tags) > 0 && !slices.ContainsFunc(it.Tags(), func(t string) bool { return slices.Contains(sel.Tags, t) }) {
+			return nil
+		}
+		if sel.Limit == 0 || len(items) < sel.Limit {
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("dataset %s version %d", name, version), "evalrun dataset versions "+name+" lists its versions")
+	}
+	if len(items) == 0 {
+		if len(sel.Tags) > 0 {
+			return nil, invalidf("no item of dataset %s v%d (%d items) has a tag among %s", name, version, total, strings.Join(sel.Tags, ", "))
+		}
+		return nil, invalidf("dataset %s v%d has no items", name, version)
+	}
+	return items, nil
+}
+
+// notFound adds what to do to a not-found error; other errors pass.
+func notFound(err error, what, todo string) error {
+	if errors.Is(err, evalrun.ErrNotFound) {
+		return fmt.Errorf("%s not found (%s): %w", what, todo, evalrun.ErrNotFound)
+	}
+	return err
+}
+
+// modelDeps returns the scorer dependencies of the model-backed kinds.
+// Until package openai lands they are unset, and llm_judge and
+// embedding_similarity report that no model provider is configured.
+func modelDeps() scorer.Deps { return scorer.Deps{} }

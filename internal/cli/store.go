@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/postgres"
+	"github.com/evalrun/evalrun/sqlite"
+	"github.com/spf13/cobra"
+)
+
+// dbURL returns the storage location: --db, else EVALRUN_DB, else DefaultDB.
+func (st *State) dbURL(cmd *cobra.Command) string {
+	if v, _ := cmd.Flags().GetString("db"); v != "" {
+		return v
+	}
+	if v := st.Getenv("EVALRUN_DB"); v != "" {
+		return v
+	}
+	return DefaultDB
+}
+
+// openStore opens the store the command's --db (or EVALRUN_DB) names:
+// sqlite:PATH or postgres://... (postgresql:// too).
+func (st *State) openStore(cmd *cobra.Command) (evalrun.Store, error) {
+	return openStore(cmd.Context(), st.dbURL(cmd))
+}
+
+func openStore(ctx context.Context, url string) (evalrun.Store, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return nil, invalidf("--db %q: missing the database file (e.g. sqlite:.evalrun/evalrun.db)", url)
+		}
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("open storage: %w", err)
+		}
+		return s, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("open storage: %w", err)
+		}
+		return s, nil
+	}
+	return nil, invalidf("--db %q: unknown storage (use sqlite:PATH or postgres://user@host/db)", redactURL(url))
+}
+
+// redactURL hides a password in a storage URL for messages.
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if at := strings.LastIndex(u, "@"); at > i {
+			if c := strings.Index(u[i+3:at], ":"); c >= 0 {
+				return u[:i+3+c+1] + "xxxxx" + u[at:]
+			}
+		}
+	}
+	return u
+}

@@ -1,0 +1,285 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/evalrun/evalrun"
+)
+
+// RunConfigFormat is the version of the document [Suite.RunConfig] writes.
+const RunConfigFormat = 1
+
+// Redacted replaces a literal secret (one not given as a ${VAR} reference)
+// in a stored run config.
+const Redacted = "[redacted]"
+
+// runConfig is the effective configuration stored with a run.
+type runConfig struct {
+	Format int    `json:"evalrun_suite"`
+	File   string `json:"file"`
+	Dir    string `json:"dir"`
+	// Suite is the suite file's content with ${VAR} references unexpanded
+	// and CLI overrides applied.
+	Suite     json.RawMessage `json:"suite"`
+	Selection Selection       `json:"selection"`
+}
+
+// Overrides are command-line values that replace the suite's. A nil field
+// keeps the suite's value.
+type Overrides struct {
+	Concurrency   *int
+	ItemTimeout   *time.Duration
+	MaxRetries    *int
+	RetryDelay    *time.Duration
+	Repeat        *int
+	Strict        *bool
+	RetainResults *bool
+	// Rate replaces target.rate_limit ("N/s" or "N/m").
+	Rate *string
+}
+
+// Apply validates o and applies it to the suite's execution options and to
+// the config stored with a run. An invalid value is an error wrapping
+// [evalrun.ErrInvalid] that names the flag.
+func (s *Suite) Apply(o Overrides) error {
+	bad := func(flag string, v any, why string) error {
+		return fmt.Errorf("%w: --%s %v: %s", evalrun.ErrInvalid, flag, v, why)
+	}
+	e := &s.Execution
+	if o.Concurrency != nil {
+		if *o.Concurrency < 1 {
+			return bad("concurrency", *o.Concurrency, "must be at least 1")
+		}
+		e.Concurrency = *o.Concurrency
+		s.setRaw("execution", "concurrency", strconv.Itoa(e.Concurrency), "!!int")
+	}
+	if o.Repeat != nil {
+		if *o.Repeat < 1 {
+			return bad("repeat", *o.Repeat, "must be at least 1")
+		}
+		e.Repeat = *o.Repeat
+		s.setRaw("execution", "repeat", strconv.Itoa(e.Repeat), "!!int")
+	}
+	if o.MaxRetries != nil {
+		if *o.MaxRetries < 0 {
+			return bad("max-retries", *o.MaxRetries, "must not be negative")
+		}
+		e.MaxRetries = *o.MaxRetries
+		s.setRaw("execution", "max_retries", strconv.Itoa(e.MaxRetries), "!!int")
+	}
+	if o.ItemTimeout != nil {
+		if *o.ItemTimeout < 0 {
+			return bad("item-timeout", *o.ItemTimeout, "must not be negative (0 means none)")
+		}
+		e.ItemTimeout = *o.ItemTimeout
+		s.setRaw("execution", "item_timeout", e.ItemTimeout.String(), "!!str")
+	}
+	if o.RetryDelay != nil {
+		if *o.RetryDelay < 0 {
+			return bad("retry-delay", *o.RetryDelay, "must not be negative")
+		}
+		e.RetryDelay = *o.RetryDelay
+		s.setRaw("execution", "retry_delay", e.RetryDelay.String(), "!!str")
+	}
+	if o.Strict != nil {
+		e.Strict = *o.Strict
+		s.setRaw("execution", "strict", strconv.FormatBool(e.Strict), "!!bool")
+	}
+	if o.RetainResults != nil {
+		e.RetainResults = *o.RetainResults
+		s.setRaw("execution", "retain_results", strconv.FormatBool(e.RetainResults), "!!bool")
+	}
+	if o.Rate != nil {
+		r, err := ParseRate(*o.Rate)
+		if err != nil {
+			return fmt.Errorf("%w: --rate: %v (e.g. 20/s or 600/m)", evalrun.ErrInvalid, err)
+		}
+		s.RateLimit = &r
+		s.setRaw("target", "rate_limit", r.String(), "!!str")
+	}
+	return nil
+}
+
+// setRaw sets section.key to a scalar in the stored (unexpanded) document,
+// adding the section or key when missing.
+func (s *Suite) setRaw(section, key, value, tag string) {
+	if s.raw == nil || s.raw.Kind != yaml.MappingNode {
+		return
+	}
+	sec := findValue(s.raw, section)
+	if sec == nil || sec.Kind != yaml.MappingNode {
+		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		s.raw.Content = append(s.raw.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, sec)
+	}
+	val := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
+	for i := 0; i+1 < len(sec.Content); i += 2 {
+		if sec.Content[i].Value == key {
+			sec.Content[i+1] = val
+			return
+		}
+	}
+	sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+}
+
+func findValue(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// RunConfig returns the effective configuration to store with a run: the
+// suite file's content with its ${VAR} references unexpanded (so no value
+// from the environment is stored), overrides applied, literal secrets in
+// headers, env and URLs replaced by [Redacted], and the Selection.
+// [FromRunConfig] rebuilds the suite from it.
+func (s *Suite) RunConfig() (json.RawMessage, error) {
+	var tree any
+	if err := s.raw.Decode(&tree); err != nil {
+		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
+	}
+	body, err := json.Marshal(redact(jsonable(tree), ""))
+	if err != nil {
+		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
+	}
+	return json.Marshal(runConfig{Format: RunConfigFormat, File: s.File, Dir: s.Dir, Suite: body, Selection: s.Selection})
+}
+
+// FromRunConfig rebuilds the suite of a stored run config (see
+// [Suite.RunConfig]) with opts.Env giving the ${VAR} values, so a resumed run
+// or a distributed worker uses its own environment's secrets. Relative
+// paths resolve against the directory the suite was first loaded from.
+func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat || len(rc.Suite) == 0 {
+		return nil, fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads (format %d)", evalrun.ErrInvalid, rc.Format)
+	}
+	file := rc.File + " (as stored with the run)"
+	var doc yaml.Node
+	if err := yaml.Unmarshal(rc.Suite, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("%w: %s: unreadable: %v", evalrun.ErrInvalid, file, err)
+	}
+	ps := &problems{}
+	findRedacted(doc.Content[0], "", ps)
+	if err := ps.err(file); err != nil {
+		return nil, err
+	}
+	s, err := parseRoot(doc.Content[0], rc.File, rc.Dir, opts)
+	if err != nil {
+		if se, ok := err.(*Error); ok {
+			se.File = file
+		}
+		return nil, err
+	}
+	s.Selection = rc.Selection
+	return s, nil
+}
+
+// findRedacted reports every value the stored config lost as a secret.
+func findRedacted(n *yaml.Node, path string, ps *problems) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, Redacted) {
+			ps.at(n, path, "put the secret in an environment variable and write ${VAR} in the suite file",
+				"a literal secret here was not stored with the run")
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			findRedacted(n.Content[i+1], joinPath(path, n.Content[i].Value), ps)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			findRedacted(e, fmt.Sprintf("%s[%d]", path, i), ps)
+		}
+	}
+}
+
+// jsonable converts what yaml decodes into any (map[string]any, and
+// map[any]any for odd keys) into values encoding/json marshals.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+		return x
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// sensitive matches the names of headers, variables and keys whose values
+// are secrets.
+var sensitive = regexp.MustCompile(`(?i)(auth|token|secret|passw|api[-_]?key|cookie|credential|private)`)
+
+// redact replaces literal secrets in a decoded suite: values of sensitive
+// keys (and of every header and env entry named so) that are not a ${VAR}
+// reference, and passwords in URLs.
+func redact(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = redact(e, k)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = redact(e, key)
+		}
+		return x
+	case string:
+		if sensitive.MatchString(key) && !strings.HasSuffix(key, "_env") && x != "" && !isReference(x) {
+			return Redacted
+		}
+		if u, err := url.Parse(x); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok && !isReference(p) {
+				u.User = url.UserPassword(u.User.Username(), "REDACTED")
+				return strings.Replace(u.String(), "REDACTED", Redacted, 1)
+			}
+		}
+	}
+	return v
+}
+
+// isReference reports whether s takes its secret part from the
+// environment: every non-space run of it outside a ${...} is a scheme
+// word such as "Bearer".
+func isReference(s string) bool {
+	if !strings.Contains(s, "${") {
+		return false
+	}
+	rest := refPattern.ReplaceAllString(s, "")
+	for _, w := range strings.Fields(rest) {
+		if !schemeWord.MatchString(w) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	refPattern = regexp.MustCompile(`\$\{[^}]*\}`)
+	schemeWord = regexp.MustCompile(`^(?i)(bearer|basic|token|apikey|key)[:=]?$`)
+)

@@ -1,0 +1,148 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/scorer"
+)
+
+// scorerKeys is every key a scorers entry may have (of any kind).
+var scorerKeys = func() []string {
+	t := reflect.TypeFor[scorer.Config]()
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "-" && f.IsExported() {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}()
+
+// scorerHints say what to do about a bad value of a scorer key.
+var scorerHints = map[string]string{
+	"threshold":   "use a number between 0 and 1",
+	"pattern":     "use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax",
+	"expression":  "expr-lang syntax over input, output, expected and metadata, giving a bool or a number in [0,1]",
+	"schema":      "give a valid JSON Schema",
+	"schema_file": "the path is relative to the suite file's directory",
+	"mode":        "use any or all",
+	"rubric":      "describe what a good answer is",
+}
+
+// scorers parses and builds every entry of the scorers list.
+func (p *parser) scorers(n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		p.ps.at(n, "scorers", "e.g. scorers: [exact_match]", "must be a list, got %s", kindName(n))
+		return
+	}
+	if len(n.Content) == 0 {
+		p.ps.at(n, "scorers", "add at least one scorer, e.g. exact_match", "empty")
+		return
+	}
+	before := len(p.ps.list)
+	deps := p.opts.Deps
+	deps.BaseDir = p.suite.Dir
+	seen := map[string]string{}
+	for i, e := range n.Content {
+		path := fmt.Sprintf("scorers[%d]", i)
+		s := p.scorer(e, path, deps)
+		if s == nil {
+			continue
+		}
+		if prev, ok := seen[s.Name()]; ok {
+			at := keyNode(e, "name")
+			if at == nil {
+				at = e
+			}
+			p.ps.at(at, path+".name", "give each scorer a unique name: with name: NAME",
+				"duplicate scorer name %q (also %s)", s.Name(), prev)
+			continue
+		}
+		seen[s.Name()] = path
+		p.suite.scorers = append(p.suite.scorers, s)
+		if c, ok := s.(evalrun.Closer); ok {
+			p.suite.closers = append(p.suite.closers, c)
+		}
+	}
+	p.scorersOK = len(p.ps.list) == before
+}
+
+// scorer builds one entry; nil when it has problems (recorded).
+func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) evalrun.Scorer {
+	kindNode := e
+	switch e.Kind {
+	case yaml.ScalarNode:
+	case yaml.MappingNode:
+		ok := true
+		for i := 0; i+1 < len(e.Content); i += 2 {
+			if k := e.Content[i]; !contains(scorerKeys, k.Value) {
+				p.ps.at(k, path+"."+k.Value, unknownKeyHint(k.Value, scorerKeys), "unknown key")
+				ok = false
+			}
+		}
+		kindNode = p.value(e, "kind")
+		if kindNode == nil {
+			p.ps.at(e, path+".kind", "known kinds: "+strings.Join(scorer.Kinds(), ", "), "missing")
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+	default:
+		p.ps.at(e, path, "write a kind (- exact_match) or a mapping with kind:", "must be a kind or a mapping, got %s", kindName(e))
+		return nil
+	}
+	kindPath := path
+	if e.Kind == yaml.MappingNode {
+		kindPath += ".kind"
+	}
+	if kind := kindNode.Value; !contains(scorer.Kinds(), kind) {
+		hint := "known kinds: " + strings.Join(scorer.Kinds(), ", ")
+		if s := suggest(kind, scorer.Kinds()); s != "" {
+			hint = s + " " + hint
+		}
+		p.ps.at(kindNode, kindPath, hint, "unknown scorer kind %q", kind)
+		return nil
+	}
+	var cfg scorer.Config
+	if err := e.Decode(&cfg); err != nil {
+		p.scorerProblem(e, path, err)
+		return nil
+	}
+	s, err := scorer.New(cfg, deps)
+	if err != nil {
+		p.scorerProblem(e, path, err)
+		return nil
+	}
+	return s
+}
+
+// scorerProblem reports a scorer.ConfigError at its key.
+func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
+	var ce *scorer.ConfigError
+	if !errors.As(err, &ce) {
+		p.ps.at(e, path, "", "%v", err)
+		return
+	}
+	at, keyPath := e, path
+	if ce.Key != "" {
+		keyPath = path + "." + ce.Key
+		if v := p.value(e, ce.Key); v != nil {
+			at = v
+		} else if ce.Key == "kind" && e.Kind == yaml.ScalarNode {
+			keyPath = path
+		}
+	}
+	msg := "invalid"
+	if ce.Err != nil {
+		msg = ce.Err.Error()
+	}
+	p.ps.at(at, keyPath, scorerHints[ce.Key], "%s", msg)
+}
