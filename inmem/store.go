@@ -30,6 +30,8 @@ type Store struct {
 	mu       sync.RWMutex
 	datasets map[string]*datasetRec
 	runs     map[string]*runRec
+
+	cache responseCache
 }
 
 type datasetRec struct {
@@ -256,7 +258,8 @@ func copyRun(run *evalrun.Run) *evalrun.Run {
 	return &r
 }
 
-// UpdateRun implements [evalrun.RunStore].
+// UpdateRun implements [evalrun.RunStore]. It also replaces the settled
+// concurrency.
 func (s *Store) UpdateRun(_ context.Context, run *evalrun.Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,6 +270,7 @@ func (s *Store) UpdateRun(_ context.Context, run *evalrun.Run) error {
 	r := &rec.info
 	r.Status = run.Status
 	r.Total, r.Succeeded, r.Failed, r.Skipped, r.PersistErrors = run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors
+	r.Concurrency = run.Concurrency
 	r.Error = run.Error
 	r.StartedAt = run.StartedAt.UTC()
 	r.CompletedAt = run.CompletedAt.UTC()

@@ -33,10 +33,10 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 		created = time.Now()
 	}
 	res, err := s.writer.ExecContext(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
-		status, total, succeeded, failed, skipped, persist_errors, error, created_at, started_at, completed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		run.ID, run.Name, run.Dataset, run.DatasetVersion, target, sc, blob(run.Config),
-		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, run.Error,
 		micros(created), micros(run.StartedAt), micros(run.CompletedAt))
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
@@ -47,11 +47,12 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 	return nil
 }
 
-// UpdateRun implements [evalrun.RunStore].
+// UpdateRun implements [evalrun.RunStore]. It also replaces the settled
+// concurrency.
 func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET status = ?, total = ?, succeeded = ?, failed = ?, skipped = ?,
-		persist_errors = ?, error = ?, started_at = ?, completed_at = ? WHERE id = ?`,
-		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		persist_errors = ?, concurrency = ?, error = ?, started_at = ?, completed_at = ? WHERE id = ?`,
+		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, run.Error,
 		micros(run.StartedAt), micros(run.CompletedAt), run.ID)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", run.ID, err)
@@ -63,14 +64,14 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, error, created_at, started_at, completed_at`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at`
 
 func scanRun(sc interface{ Scan(...any) error }) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
 	var target, scorers, config []byte
 	var created, started, completed sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &target, &scorers, &config, (*string)(&r.Status),
-		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Error, &created, &started, &completed); err != nil {
+		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &created, &started, &completed); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(target, &r.Target); err != nil {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -41,6 +42,9 @@ type Store struct {
 
 	// Prepared on the writer: the full-size multi-row inserts.
 	replaceResults, insertScores *sql.Stmt
+
+	// clock decides the response cache's expiry; nil: the system clock.
+	clock atomic.Pointer[clockBox]
 
 	closeOnce sync.Once
 	closeErr  error
