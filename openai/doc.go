@@ -1,0 +1,32 @@
+// Package openai talks to any OpenAI-compatible API (OpenAI, vLLM, Ollama,
+// llama.cpp server, LiteLLM, ...) through the official SDK,
+// github.com/openai/openai-go/v3: [ChatTarget] evaluates a chat model as a
+// target, [ChatModel] is the evalrun.ChatModel an LLM judge uses, and
+// [Embedder] is the evalrun.Embedder of the embedding_similarity scorer.
+// The SDK is used in this package only.
+//
+// # Retries
+//
+// The SDK's own retries are turned off (option.WithMaxRetries(0)): the
+// engine's retry policy is the only one, so reported retry counts are true.
+// Errors are classified as in package target ([target.ClassifyStatus],
+// [target.ClassifyTransport]): 408, 429 and 5xx, connection failures and
+// one attempt's timeout are transient, with the server's Retry-After
+// carried; other statuses, a malformed 200 (invalid JSON, no choices, no
+// content), an oversized response ([target.ErrResponseTooLarge]) and a
+// response that is not valid UTF-8 ([target.ErrInvalidUTF8]) are permanent.
+//
+// # API key and environment
+//
+// The API key is read from the environment variable named by api_key_env
+// (default OPENAI_API_KEY). A missing or empty key is a configuration error
+// when base_url is not set (the OpenAI API always needs one) or when
+// api_key_env was set explicitly. With a base_url and the default
+// api_key_env, a missing key is allowed and no Authorization header is
+// sent: local servers (Ollama, llama.cpp, vLLM) need none, "local" cannot
+// be told reliably from a URL (container names, LAN hosts), and a server
+// that does need a key answers 401, a clear permanent error. The SDK's
+// other environment variables (OPENAI_BASE_URL, OPENAI_ORG_ID, ...) are
+// ignored, so a run's configuration is all in its suite file and the
+// user's OpenAI key is never sent to another server by accident.
+package openai

@@ -1,0 +1,75 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+
+	oai "github.com/openai/openai-go/v3"
+
+	"github.com/evalrun/evalrun"
+)
+
+// Embedder is an [evalrun.Embedder] over an OpenAI-compatible embeddings
+// API. It is safe for concurrent use.
+type Embedder struct {
+	cl    *client
+	svc   oai.EmbeddingService
+	model string
+	price *Price
+}
+
+var (
+	_ evalrun.Embedder = (*Embedder)(nil)
+	_ evalrun.Closer   = (*Embedder)(nil)
+)
+
+// NewEmbedder returns an embedder, or a *[target.ConfigError].
+func NewEmbedder(cfg ModelConfig) (*Embedder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cl, err := newClient(cfg.ClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Embedder{cl: cl, svc: oai.NewEmbeddingService(cl.opts...), model: cfg.Model, price: cfg.Price}, nil
+}
+
+// Embed returns one vector per text, in the order of texts, in one call. A
+// reply with the wrong number of vectors, a bad index or an empty vector is
+// a permanent error (a malformed 200).
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float64, evalrun.Usage, error) {
+	if len(texts) == 0 {
+		return nil, evalrun.Usage{}, nil
+	}
+	var ex exchange
+	resp, err := e.svc.New(ctx, oai.EmbeddingNewParams{
+		Model:          e.model,
+		Input:          oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
+		EncodingFormat: oai.EmbeddingNewParamsEncodingFormatFloat,
+	}, e.cl.callOptions(&ex)...)
+	if err != nil {
+		return nil, evalrun.Usage{}, e.cl.classify(ctx, &ex, err)
+	}
+	var u evalrun.Usage
+	if resp.JSON.Usage.Valid() {
+		u = usage(evalrun.Int64(resp.Usage.PromptTokens), nil, e.price)
+	}
+	if len(resp.Data) != len(texts) {
+		return nil, u, malformed(ex.status, fmt.Errorf("%d embeddings for %d texts", len(resp.Data), len(texts)), u)
+	}
+	out := make([][]float64, len(texts))
+	for i, d := range resp.Data {
+		if d.Index < 0 || int(d.Index) >= len(texts) || out[d.Index] != nil {
+			return nil, u, malformed(ex.status, fmt.Errorf("embedding %d: bad or repeated index %d", i, d.Index), u)
+		}
+		if len(d.Embedding) == 0 {
+			return nil, u, malformed(ex.status, fmt.Errorf("embedding %d is empty", d.Index), u)
+		}
+		out[d.Index] = d.Embedding
+	}
+	return out, u, nil
+}
+
+// Close releases idle connections.
+func (e *Embedder) Close() error { return e.cl.close() }
