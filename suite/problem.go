@@ -68,7 +68,8 @@ type problems struct {
 
 // at records a problem at node n (nil: no position).
 func (ps *problems) at(n *yaml.Node, path, hint, format string, args ...any) {
-	p := Problem{Path: path, Msg: fmt.Sprintf(format, args...), Hint: hint}
+	msg, _, _ := strings.Cut(fmt.Sprintf(format, args...), "\n") // one line per problem
+	p := Problem{Path: path, Msg: strings.TrimSpace(msg), Hint: hint}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
 	}

@@ -61,8 +61,8 @@ func (p *parser) scorers(n *yaml.Node) {
 			if at == nil {
 				at = e
 			}
-			p.ps.at(at, path+".name", "give each scorer a unique name: with name: NAME",
-				"duplicate scorer name %q (also %s)", s.Name(), prev)
+			p.ps.at(at, path+".name", "give each scorer a unique name with name: NAME",
+				"duplicate scorer name %q, already used by %s", s.Name(), prev)
 			continue
 		}
 		seen[s.Name()] = path

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,9 +92,17 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 		err = usageError(err)
 	}
 	code = ExitCode(err)
-	if err != nil && !silent(err) {
+	var se *suite.Error
+	switch {
+	case err == nil, silent(err):
+	case errors.As(err, &se):
+		// compiler style: one "file:line:col: ..." line per problem
+		fmt.Fprintln(st.Stderr, se.Error())
+	default:
 		msg := strings.TrimRight(err.Error(), "\n")
 		fmt.Fprintf(st.Stderr, "evalrun: %s\n", msg)
+	}
+	if err != nil && !silent(err) {
 		if code == 2 && !st.ran {
 			fmt.Fprintln(st.Stderr, "Run 'evalrun --help' for usage.")
 		}

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -137,11 +139,12 @@ func (st *State) importDataset(cmd *cobra.Command, store evalrun.Store, s *suite
 	if err != nil {
 		return 0, err
 	}
+	file := displayPath(d.File)
 	if created {
 		p.datasetNote = fmt.Sprintf("dataset %s: imported %s as version %d (%d items: %d added, %d changed, %d removed)",
-			d.Name, d.File, v.Version, v.ItemCount, v.Added, v.Changed, v.Removed)
+			d.Name, file, v.Version, v.ItemCount, v.Added, v.Changed, v.Removed)
 	} else {
-		p.datasetNote = fmt.Sprintf("dataset %s: %s unchanged, version %d", d.Name, d.File, v.Version)
+		p.datasetNote = fmt.Sprintf("dataset %s: %s unchanged, version %d", d.Name, file, v.Version)
 	}
 	if d.Version != 0 {
 		return d.Version, nil
@@ -178,12 +181,31 @@ func selectItems(cmd *cobra.Command, store evalrun.Store, name string, version i
 // notFound adds what to do to a not-found error; other errors pass.
 func notFound(err error, what, todo string) error {
 	if errors.Is(err, evalrun.ErrNotFound) {
-		return fmt.Errorf("%s not found (%s): %w", what, todo, evalrun.ErrNotFound)
+		return &notFoundError{msg: fmt.Sprintf("%s not found (%s)", what, todo)}
 	}
 	return err
 }
+
+// notFoundError is a message for people that matches evalrun.ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return evalrun.ErrNotFound }
 
 // modelDeps returns the scorer dependencies of the model-backed kinds.
 // Until package openai lands they are unset, and llm_judge and
 // embedding_similarity report that no model provider is configured.
 func modelDeps() scorer.Deps { return scorer.Deps{} }
+
+// displayPath returns path relative to the working directory when it is
+// inside it, for messages.
+func displayPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}

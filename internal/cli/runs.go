@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evalrun/evalrun"
+)
+
+func init() { register(newRunsCmd) }
+
+func newRunsCmd(st *State) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show and cancel runs",
+		Example: `  evalrun runs list
+  evalrun runs list --json --dataset support
+  evalrun runs show RUN_ID
+  evalrun runs cancel RUN_ID`,
+	}
+	cmd.AddCommand(newRunsListCmd(st), newRunsShowCmd(st), newRunsCancelCmd(st))
+	return cmd
+}
+
+func newRunsListCmd(st *State) *cobra.Command {
+	var asJSON bool
+	var f evalrun.RunFilter
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Long: `List runs, newest first. --json prints an array of run records (id, name, status,
+dataset, dataset_version, target, scorers, counts, created_at, started_at,
+completed_at); the stored config is left out (evalrun runs show has it).`,
+		Example: "  evalrun runs list\n  evalrun runs list --json --limit 10",
+		Args:    args(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := st.openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := store.ListRuns(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				for _, r := range runs {
+					r.Config = nil
+				}
+				if runs == nil {
+					runs = []*evalrun.Run{}
+				}
+				return writeJSON(st.Stdout, runs)
+			}
+			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s v%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, clip(r.Name, 30), r.Status,
+					r.Dataset, r.DatasetVersion, r.Total, r.Succeeded, r.Failed, r.Skipped, timeText(r.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&f.Dataset, "dataset", "", "only runs of this dataset")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most N runs")
+	return cmd
+}
+
+func newRunsShowCmd(st *State) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show RUN_ID",
+		Short:   "Show a run record (evalrun report RUN_ID gives its full report)",
+		Example: "  evalrun runs show RUN_ID\n  evalrun runs show RUN_ID --json",
+		Args:    args("RUN_ID"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			store, err := st.openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			r, err := store.GetRun(cmd.Context(), a[0])
+			if err != nil {
+				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+			}
+			if asJSON {
+				return writeJSON(st.Stdout, r)
+			}
+			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
+			row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+			row("id", r.ID)
+			row("name", r.Name)
+			row("status", r.Status)
+			row("dataset", fmt.Sprintf("%s v%d", r.Dataset, r.DatasetVersion))
+			row("target", fmt.Sprintf("%s (%s)", r.Target.Kind, r.Target.Name))
+			for _, s := range r.Scorers {
+				row("scorer", fmt.Sprintf("%s (%s, threshold %.2f)", s.Name, s.Kind, s.Threshold))
+			}
+			row("items", fmt.Sprintf("%d: %d succeeded, %d failed, %d skipped", r.Total, r.Succeeded, r.Failed, r.Skipped))
+			if r.PersistErrors > 0 {
+				row("not stored", r.PersistErrors)
+			}
+			if r.Error != "" {
+				row("error", r.Error)
+			}
+			row("created", timeText(r.CreatedAt))
+			row("started", timeText(r.StartedAt))
+			row("completed", timeText(r.CompletedAt))
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the run record, with its stored config)")
+	return cmd
+}
+
+func newRunsCancelCmd(st *State) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN_ID",
+		Short: "Cancel a run that is running in another process",
+		Long: `Mark a pending or running run as canceled in storage. The evalrun process running
+it checks the run's stored status every second and, seeing it canceled, stops
+as on Ctrl-C: no new items, in-flight ones cancelled, partial reports written,
+exit code 130. A run whose process died stays canceled; --resume still
+finishes it.`,
+		Example: "  evalrun runs cancel 20260101T101500-3f9a1c2b",
+		Args:    args("RUN_ID"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			store, err := st.openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx := cmd.Context()
+			r, err := store.GetRun(ctx, a[0])
+			if err != nil {
+				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+			}
+			if r.Status.Done() {
+				return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
+			}
+			r.Status = evalrun.RunCanceled
+			r.Error = errCanceled.Error()
+			if err := store.UpdateRun(ctx, r); err != nil {
+				return fmt.Errorf("cancel run %s: %w", r.ID, err)
+			}
+			fmt.Fprintf(st.Stdout, "run %s marked canceled; its process stops within a few seconds\n", r.ID)
+			return nil
+		},
+	}
+}
