@@ -18,7 +18,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,7 +34,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/bench/mock"
+	"github.com/evalrun/evalrun/report"
+	"github.com/evalrun/evalrun/sqlite"
 )
 
 func main() {
@@ -46,11 +48,11 @@ func main() {
 }
 
 type config struct {
-	repo, bin, tmp, cpuprofile string
-	extra                      []string
-	reps                       int
-	timeout                    time.Duration
-	keep                       bool
+	repo, bin, tmp, cpuprofile, target string
+	extra                              []string
+	reps                               int
+	timeout                            time.Duration
+	keep                               bool
 }
 
 func run() error {
@@ -62,6 +64,7 @@ func run() error {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "pass --cpuprofile DIR/<workload>.pprof to evalrun run (the last rep's profile is kept)")
+	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions) or http (its /echo)")
 	flag.StringVar(&extra, "args", "", "extra arguments for evalrun run, space-separated")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: workload [flags] [W1 W2 W3 W4]\n")
@@ -69,6 +72,9 @@ func run() error {
 	}
 	flag.Parse()
 	c.extra = strings.Fields(extra)
+	if c.target != "openai" && c.target != "http" {
+		return fmt.Errorf("-target %q: openai or http", c.target)
+	}
 	if c.reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", c.reps)
 	}
@@ -115,6 +121,9 @@ func run() error {
 
 	failed := false
 	for _, w := range ws {
+		if c.target != "openai" {
+			w.Name += "-" + c.target
+		}
 		res, err := runWorkload(c, w)
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.Name, err)
@@ -153,7 +162,7 @@ func runWorkload(c config, w Workload) (Result, error) {
 	go hs.Serve(ln)
 	defer hs.Close()
 	suite := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(Suite(w, "http://"+ln.Addr().String()+"/v1", data)), 0o644); err != nil {
+	if err := os.WriteFile(suite, []byte(Suite(w, c.target, "http://"+ln.Addr().String(), data)), 0o644); err != nil {
 		return Result{}, err
 	}
 
@@ -173,7 +182,7 @@ func runWorkload(c config, w Workload) (Result, error) {
 // runOnce runs evalrun once on a fresh database and measures it.
 func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int) (Result, error) {
 	db := filepath.Join(dir, fmt.Sprintf("evalrun-%d.db", rep))
-	args := []string{"run", suite, "--db", db}
+	args := []string{"run", suite, "--db", "sqlite:" + db}
 	if !w.Retain {
 		args = append(args, "--no-retain")
 	}
@@ -222,12 +231,11 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	res.Status = st.Status
 
 	res.Passed, res.Succeeded, res.Failed = -1, -1, -1
-	if id := runID(stderr.String()); id != "" {
-		if err := counts(c.bin, dir, db, id, &res); err != nil {
-			fmt.Fprintf(os.Stderr, "# %s: reading the report of run %s: %v\n", w.Name, id, err)
-		}
-	} else {
-		fmt.Fprintf(os.Stderr, "# %s: no run id on stderr (rc %d): %s\n", w.Name, res.RC, firstLines(stderr.String(), 5))
+	if res.RC != 0 {
+		fmt.Fprintf(os.Stderr, "# %s: evalrun exited %d: %s\n", w.Name, res.RC, firstLines(stderr.String(), 5))
+	}
+	if err := counts(db, runID(stderr.String()), &res); err != nil {
+		fmt.Fprintf(os.Stderr, "# %s: reading the run's report: %v\n", w.Name, err)
 	}
 	return res, nil
 }
@@ -242,30 +250,30 @@ func runID(stderr string) string {
 	return ""
 }
 
-// counts reads the run's succeeded, failed and passed counts from its JSON
-// report (not timed).
-func counts(bin, dir, db, id string, res *Result) error {
+// counts reads the run's succeeded, failed and passed counts from its
+// report, built from the database the run wrote (not timed). An empty id
+// means the newest run.
+func counts(db, id string, res *Result) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "report", id, "--format", "json", "--db", db)
-	cmd.Dir = dir
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if err != nil && len(out) == 0 {
-		return fmt.Errorf("%w: %s", err, firstLines(errb.String(), 3))
+	store, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return err
 	}
-	var rep struct {
-		Run struct {
-			Succeeded, Failed int
+	defer store.Close()
+	if id == "" {
+		runs, err := store.ListRuns(ctx, evalrun.RunFilter{})
+		if err != nil {
+			return err
 		}
-		Scorers map[string]struct {
-			Count    int
-			PassRate *float64 `json:"pass_rate"`
+		if len(runs) == 0 {
+			return errors.New("no run in the database")
 		}
+		id = runs[0].ID
 	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		return fmt.Errorf("decoding the report: %w", err)
+	rep, err := report.FromStore(ctx, store, id, report.WithoutItems())
+	if err != nil {
+		return err
 	}
 	res.Succeeded, res.Failed = rep.Run.Succeeded, rep.Run.Failed
 	res.Passed = 0

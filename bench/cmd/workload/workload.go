@@ -90,13 +90,18 @@ func WriteDataset(path string, w Workload) error {
 	return f.Close()
 }
 
-// Suite returns the suite file of the workload for a mock at baseURL
-// (".../v1") and a dataset file next to the suite.
-func Suite(w Workload, baseURL, datasetFile string) string {
+// Suite returns the suite file of the workload for a mock at base
+// ("http://127.0.0.1:PORT") and a dataset file next to the suite. kind is
+// the target: openai (the mock's chat completions) or http (its /echo).
+func Suite(w Workload, kind, base, datasetFile string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: bench-%s\n", strings.ToLower(w.Name))
 	fmt.Fprintf(&b, "dataset:\n  name: bench-%s\n  file: %s\n", strings.ToLower(w.Name), filepath.Base(datasetFile))
-	fmt.Fprintf(&b, "target:\n  kind: openai\n  base_url: %s\n  api_key_env: BENCH_MOCK_API_KEY\n  model: mock\n  prompt: \"{{ .Input }}\"\n", baseURL)
+	if kind == "http" {
+		fmt.Fprintf(&b, "target:\n  kind: http\n  url: %s/echo\n  output: output\n", base)
+	} else {
+		fmt.Fprintf(&b, "target:\n  kind: openai\n  base_url: %s/v1\n  api_key_env: BENCH_MOCK_API_KEY\n  model: mock\n  prompt: \"{{ .Input }}\"\n", base)
+	}
 	fmt.Fprintf(&b, "scorers:\n  - %s\n", w.Scorer)
 	fmt.Fprintf(&b, "execution:\n  concurrency: %d\n  max_retries: %d\n", w.Concurrency, w.MaxRetries)
 	if w.RetryDelay > 0 {

@@ -73,7 +73,7 @@ func TestDatasetAndSuite(t *testing.T) {
 		t.Errorf("%d distinct ids, want 5", len(ids))
 	}
 
-	s := Suite(w, "http://127.0.0.1:1/v1", path)
+	s := Suite(w, "openai", "http://127.0.0.1:1", path)
 	for _, want := range []string{"file: data.jsonl", "kind: openai", "base_url: http://127.0.0.1:1/v1", "- contains", "concurrency: 3", "max_retries: 2", "retry_delay: 100ms", "retain_results: false"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("suite lacks %q:\n%s", want, s)
