@@ -199,6 +199,3 @@ func CheckUTF8(b []byte) error {
 	}
 	return &evalrun.Error{Kind: evalrun.ErrorPermanent, Err: fmt.Errorf("%w: invalid byte 0x%02x at offset %d", ErrInvalidUTF8, b[off], off)}
 }
-
-// asEvalErr is errors.As for *evalrun.Error.
-func asEvalErr(err error, target **evalrun.Error) bool { return errors.As(err, target) }

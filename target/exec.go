@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -24,8 +25,8 @@ const stderrTail = 4 << 10
 // ExecConfig configures an [Exec] target. The yaml keys are the suite
 // file's.
 type ExecConfig struct {
-	// Command is the program and its arguments; the program is looked up
-	// in PATH when it has no slash. Required.
+	// Command is the program and its arguments. A program without a slash
+	// is looked up in PATH; a relative path is relative to Dir. Required.
 	Command []string `yaml:"command" json:"command"`
 	// Env is added to the environment evalrun runs with (and overrides
 	// variables of the same name).
@@ -98,9 +99,23 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	path, err := exec.LookPath(cfg.Command[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return nil, configErrorf("command", "%w", err)
+	path := cfg.Command[0]
+	if strings.ContainsRune(path, filepath.Separator) {
+		// A path runs relative to Dir, as exec.Cmd does.
+		check := path
+		if !filepath.IsAbs(check) && cfg.Dir != "" {
+			check = filepath.Join(cfg.Dir, check)
+		}
+		if fi, err := os.Stat(check); err != nil {
+			return nil, configErrorf("command", "%w", err)
+		} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, configErrorf("command", "%s is not an executable file", check)
+		}
+	} else {
+		var err error
+		if path, err = exec.LookPath(path); err != nil && !errors.Is(err, exec.ErrDot) {
+			return nil, configErrorf("command", "%w", err)
+		}
 	}
 	x := &Exec{path: path, args: cfg.Command[1:], dir: cfg.Dir, max: cfg.MaxOutputBytes}
 	if x.max == 0 {

@@ -328,3 +328,19 @@ func TestExecConfigValidate(t *testing.T) {
 		t.Errorf("NewExec with a missing program = %v, want a ConfigError for command", err)
 	}
 }
+
+func TestExecRelativeProgramRunsInDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bot.sh"), []byte("#!/bin/sh\necho from-dir\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := newExec(t, ExecConfig{Command: []string{"./bot.sh"}, Dir: dir}).Execute(context.Background(), testItem)
+	if err != nil || string(out.Value) != `"from-dir"` {
+		t.Fatalf("output %s, err %v", out.Value, err)
+	}
+	_, err = NewExec(ExecConfig{Command: []string{"./missing.sh"}, Dir: dir})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "command" {
+		t.Errorf("missing relative program: %v, want a ConfigError for command", err)
+	}
+}

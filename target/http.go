@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -243,7 +244,7 @@ func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 // malformed returns err as a permanent error of a 2xx response.
 func malformed(status int, err error) error {
 	var ee *evalrun.Error
-	if asEvalErr(err, &ee) {
+	if errors.As(err, &ee) {
 		ee.StatusCode = status
 		return ee
 	}
