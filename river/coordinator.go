@@ -411,7 +411,7 @@ func (c *Coordinator) finalize(ctx context.Context, runID string, cancelled bool
 	var runErr error
 	switch {
 	case strings.HasPrefix(rec.Error, engine.ErrStrict.Error()):
-		status, runErr = evalrun.RunFailed, fmt.Errorf("%w%s", engine.ErrStrict, strings.TrimPrefix(rec.Error, engine.ErrStrict.Error()))
+		status, runErr = evalrun.RunFailed, recordedError(rec.Error)
 	case skipped > 0 && (cancelled || rec.Status == evalrun.RunCanceled):
 		status, runErr = evalrun.RunCanceled, cause
 		if runErr == nil {
@@ -457,9 +457,7 @@ func (c *Coordinator) summary(ctx context.Context, rec *evalrun.Run, wo WaitOpti
 		CompletedAt:   rec.CompletedAt,
 	}
 	s.CompletedWithErrors = s.Status == evalrun.RunCompleted && s.Failed > 0
-	if rec.Error != "" {
-		s.Err = errors.New(rec.Error)
-	}
+	s.Err = recordedError(rec.Error)
 	n, err := c.store.CountScorerErrors(ctx, rec.ID)
 	if err != nil {
 		return nil, err
@@ -484,4 +482,18 @@ func scorerKind(s evalrun.Scorer) string {
 		return k.Kind()
 	}
 	return "go"
+}
+
+// recordedError turns the error text of a run record back into an error
+// that matches ErrCanceled or engine.ErrStrict when it came from them.
+func recordedError(msg string) error {
+	switch {
+	case msg == "":
+		return nil
+	case msg == ErrCanceled.Error():
+		return ErrCanceled
+	case strings.HasPrefix(msg, engine.ErrStrict.Error()):
+		return fmt.Errorf("%w%s", engine.ErrStrict, strings.TrimPrefix(msg, engine.ErrStrict.Error()))
+	}
+	return errors.New(msg)
 }

@@ -1,0 +1,190 @@
+package river
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/evalrun/evalrun"
+)
+
+// A permanent target error is not retried by the queue (one call); a
+// transient one is retried by the engine within max_retries, never by the
+// queue; an infrastructure error (the run cannot be built) is retried by
+// the queue.
+func TestRetriesBelongToTheEngine(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "mixed", []string{"perm-1", "flaky-1", "down-1", "ok-1"})
+	builder := &testBuilder{store: b.store}
+	builder.failBuilds.Store(1) // the first job meets a broken environment
+	b.startWorker(t, builder, 4)
+	rec := b.enqueue(t, "mixed", items, runConfig{MaxRetries: 2})
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := b.coord.Wait(ctx, rec.ID, WaitOptions{LoadResults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCompleted || s.Succeeded != 2 || s.Failed != 2 || s.Skipped != 0 || !s.CompletedWithErrors {
+		t.Fatalf("summary = %+v, want completed with 2 succeeded, 2 failed", s)
+	}
+	for id, want := range map[string]int{"perm-1": 1, "flaky-1": 3, "down-1": 3, "ok-1": 1} {
+		if got := b.target.callsOf(id); got != want {
+			t.Errorf("target calls for %s = %d, want %d", id, got, want)
+		}
+	}
+	byID := map[string]*evalrun.ItemResult{}
+	for _, r := range s.Results {
+		byID[r.ItemID] = r
+	}
+	if r := byID["perm-1"]; r == nil || r.ErrorKind != evalrun.ErrorPermanent || r.Attempts != 1 {
+		t.Errorf("perm-1 result = %+v, want a permanent failure after 1 attempt", r)
+	}
+	if r := byID["flaky-1"]; r == nil || r.Failed() || r.RetryCount != 2 || len(r.Scores) != 1 || r.Scores[0].Score == nil || *r.Scores[0].Score != 1 {
+		t.Errorf("flaky-1 result = %+v, want success after 2 retries, scored 1", r)
+	}
+	if r := byID["down-1"]; r == nil || r.ErrorKind != evalrun.ErrorTransient || r.Attempts != 3 {
+		t.Errorf("down-1 result = %+v, want a transient failure after 3 attempts", r)
+	}
+	// River records completions asynchronously, after the results.
+	var states map[string]int
+	var maxAttempt int
+	waitFor(t, 10*time.Second, "4 completed jobs", func() (bool, error) {
+		states, maxAttempt = b.jobStates(t, rec.ID)
+		return states["completed"] == 4, nil
+	})
+	if len(states) != 1 {
+		t.Errorf("job states = %v, want 4 completed", states)
+	}
+	if maxAttempt != 2 {
+		t.Errorf("highest job attempt = %d, want 2 (only the failed build is retried by the queue)", maxAttempt)
+	}
+	if n := builder.builds.Load(); n < 2 {
+		t.Errorf("builds = %d, want the failed one and a good one", n)
+	}
+	stored, err := b.store.GetRun(t.Context(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunCompleted || stored.Succeeded != 2 || stored.Failed != 2 || stored.CompletedAt.IsZero() {
+		t.Errorf("stored run = %+v, want the summary's counts", stored)
+	}
+	// Waiting again (a re-attached coordinator) returns the same summary.
+	again, err := b.coord.Wait(ctx, rec.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != s.Status || again.Succeeded != s.Succeeded || again.Failed != s.Failed {
+		t.Errorf("second Wait = %+v, want %+v", again, s)
+	}
+}
+
+// After a cancel settles, no job of the cancelled run is executed: the
+// worker goes on with another run and the target sees no further call for
+// the first one. The run ends canceled with exact counts.
+func TestCancelStopsQueuedAndRunningJobs(t *testing.T) {
+	b := setup(t, 20*time.Millisecond)
+	itemsA := b.importItems(t, "a", inputs("a", 300))
+	itemsB := b.importItems(t, "b", inputs("b", 20))
+	b.startWorker(t, &testBuilder{store: b.store}, 4)
+	runA := b.enqueue(t, "a", itemsA, runConfig{})
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	type waited struct {
+		s   *evalrun.Summary
+		err error
+	}
+	waitA := make(chan waited, 1)
+	go func() {
+		s, err := b.coord.Wait(ctx, runA.ID, WaitOptions{})
+		waitA <- waited{s, err}
+	}()
+	waitFor(t, 30*time.Second, "20 results of run a", b.resultsAtLeast(runA.ID, 20))
+
+	s, err := b.coord.Cancel(ctx, runA.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	callsAtCancel := b.target.callsWithPrefix("a-")
+	ok, failed, err := b.store.CountResults(ctx, runA.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCanceled || s.Succeeded != ok || s.Failed != failed || s.Skipped != 300-ok-failed || s.Skipped == 0 {
+		t.Fatalf("cancel summary = %+v, want canceled with the stored counts (%d ok, %d failed)", s, ok, failed)
+	}
+	if !errors.Is(s.Err, ErrCanceled) {
+		t.Errorf("summary error = %v, want ErrCanceled", s.Err)
+	}
+	w := <-waitA
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.s.Status != evalrun.RunCanceled || w.s.Succeeded != ok || w.s.Skipped != s.Skipped {
+		t.Errorf("the waiting coordinator got %+v, want %+v", w.s, s)
+	}
+	states, _ := b.jobStates(t, runA.ID)
+	for st := range states {
+		if st != "completed" && st != "cancelled" {
+			t.Errorf("after cancel, %d jobs of run a are %s", states[st], st)
+		}
+	}
+
+	// The worker is alive and works another run to its end; run a gets no
+	// call meanwhile.
+	runB := b.enqueue(t, "b", itemsB, runConfig{})
+	sb, err := b.coord.Wait(ctx, runB.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Status != evalrun.RunCompleted || sb.Succeeded != 20 {
+		t.Fatalf("run b summary = %+v, want 20 succeeded", sb)
+	}
+	if got := b.target.callsWithPrefix("a-"); got != callsAtCancel {
+		t.Errorf("target calls for run a went from %d at cancel to %d", callsAtCancel, got)
+	}
+	if ok2, failed2, _ := b.store.CountResults(ctx, runA.ID); ok2 != ok || failed2 != failed {
+		t.Errorf("results of run a went from %d+%d to %d+%d after the cancel", ok, failed, ok2, failed2)
+	}
+	stored, err := b.store.GetRun(ctx, runA.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunCanceled || stored.Succeeded != ok || stored.Skipped != s.Skipped {
+		t.Errorf("stored run a = %+v, want canceled with %d succeeded", stored, ok)
+	}
+}
+
+// Cancelling the context of Wait (Ctrl-C on the coordinator) cancels the
+// run: it ends canceled with the cause in the summary.
+func TestWaitInterruptedCancelsTheRun(t *testing.T) {
+	b := setup(t, 20*time.Millisecond)
+	items := b.importItems(t, "a", inputs("a", 200))
+	b.startWorker(t, &testBuilder{store: b.store}, 2)
+	run := b.enqueue(t, "a", items, runConfig{})
+
+	interrupted := errors.New("interrupt (test)")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() {
+		waitFor(t, 30*time.Second, "5 results", b.resultsAtLeast(run.ID, 5))
+		cancel(interrupted)
+	}()
+	s, err := b.coord.Wait(ctx, run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCanceled || !errors.Is(s.Err, interrupted) || s.Skipped == 0 || s.Succeeded+s.Failed+s.Skipped != 200 {
+		t.Fatalf("summary = %+v (err %v), want canceled by the interrupt", s, s.Err)
+	}
+	ok, failed, err := b.store.CountResults(t.Context(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok != s.Succeeded || failed != s.Failed {
+		t.Errorf("stored results %d+%d, summary %d+%d", ok, failed, s.Succeeded, s.Failed)
+	}
+}
