@@ -300,6 +300,7 @@ type tailBuffer struct {
 	b   []byte
 }
 
+// Write appends p, dropping what falls out of the tail.
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -310,6 +311,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns the tail, invalid UTF-8 replaced.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -236,6 +236,7 @@ type rateLimitedChat struct {
 	lim *Limiter
 }
 
+// Chat waits for the limiter, calls the model and charges its usage.
 func (r *rateLimitedChat) Chat(ctx context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
 	if err := r.lim.Wait(ctx); err != nil {
 		return evalrun.ChatResponse{}, err
@@ -259,6 +260,7 @@ type rateLimitedEmbedder struct {
 	lim *Limiter
 }
 
+// Embed waits for the limiter, calls the embedder and charges its usage.
 func (r *rateLimitedEmbedder) Embed(ctx context.Context, texts []string) ([][]float64, evalrun.Usage, error) {
 	if err := r.lim.Wait(ctx); err != nil {
 		return nil, evalrun.Usage{}, err
