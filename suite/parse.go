@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -285,23 +284,17 @@ func (p *parser) resolve(path string) string {
 }
 
 // decodeFields decodes the keys of mapping n (except skip) into the struct
-// dst by its yaml tags, one key at a time so a problem names its key.
+// dst by its yaml tags (inline structs included), one key at a time so that
+// a problem names its key and position.
 func (p *parser) decodeFields(n *yaml.Node, path string, dst any, skip []string) {
-	v := reflect.ValueOf(dst).Elem()
-	t := v.Type()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if contains(skip, k.Value) {
 			continue
 		}
-		for f := range t.NumField() {
-			tag, _, _ := strings.Cut(t.Field(f).Tag.Get("yaml"), ",")
-			if tag != k.Value {
-				continue
-			}
-			if err := val.Decode(v.Field(f).Addr().Interface()); err != nil {
-				p.ps.at(val, joinPath(path, k.Value), "", "%s", yamlCause(err, val))
-			}
+		one := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, val}}
+		if err := one.Decode(dst); err != nil {
+			p.ps.at(val, joinPath(path, k.Value), "", "%s", yamlCause(err, val))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/target"
 )
 
 // RunConfigFormat is the version of the document [Suite.RunConfig] writes.
@@ -98,7 +99,10 @@ func (s *Suite) Apply(o Overrides) error {
 		s.setRaw("execution", "retain_results", strconv.FormatBool(e.RetainResults), "!!bool")
 	}
 	if o.Rate != nil {
-		r, err := ParseRate(*o.Rate)
+		r, err := target.ParseRate(*o.Rate)
+		if err == nil && r.IsZero() {
+			err = fmt.Errorf("rate %q: want N/s or N/m", *o.Rate)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: --rate: %v (e.g. 20/s or 600/m)", evalrun.ErrInvalid, err)
 		}

@@ -47,8 +47,7 @@ func (p *parser) scorers(n *yaml.Node) {
 		return
 	}
 	before := len(p.ps.list)
-	deps := p.opts.Deps
-	deps.BaseDir = p.suite.Dir
+	deps := p.deps()
 	seen := map[string]string{}
 	for i, e := range n.Content {
 		path := fmt.Sprintf("scorers[%d]", i)

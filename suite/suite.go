@@ -16,6 +16,7 @@ import (
 	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/scorer"
+	"github.com/evalrun/evalrun/target"
 )
 
 // Suite is a parsed, validated suite file with its target and scorers
@@ -32,7 +33,7 @@ type Suite struct {
 	// TargetInfo is the target's kind and name, as run records show them.
 	TargetInfo evalrun.TargetInfo
 	// RateLimit is the target's request rate limit; nil means none.
-	RateLimit *Rate
+	RateLimit *target.Rate
 	// Execution holds the execution options, CLI overrides applied.
 	Execution Execution
 	// FailOn are the suite's fail_on conditions, checked against the
@@ -44,7 +45,7 @@ type Suite struct {
 
 	target    evalrun.Target
 	limited   evalrun.Target // target behind RateLimit, made by Target
-	limitedAt Rate
+	limitedAt target.Rate
 	scorers   []evalrun.Scorer
 	closers   []evalrun.Closer
 	// raw is the document's root mapping with ${VAR} references
@@ -114,7 +115,7 @@ func (s *Suite) Target() evalrun.Target {
 		return s.target
 	}
 	if s.limited == nil || s.limitedAt != *s.RateLimit {
-		s.limited, s.limitedAt = newRateLimited(s.target, *s.RateLimit), *s.RateLimit
+		s.limited, s.limitedAt = limited(s.target, s.RateLimit), *s.RateLimit
 	}
 	return s.limited
 }
@@ -219,5 +220,7 @@ func (e Execution) EngineOptions() engine.Options {
 		Repeat:         e.Repeat,
 		DiscardResults: !e.RetainResults,
 		Strict:         e.Strict,
+		// Adaptive concurrency is the engine's default.
+		FixedConcurrency: !e.Adaptive,
 	}
 }

@@ -22,19 +22,22 @@ type targetKind struct {
 	// build makes the target from the expanded mapping n; raw is the same
 	// mapping unexpanded (for a name that holds no secret). It records
 	// problems and returns nil on any.
-	build func(p *parser, n, raw *yaml.Node) (t evalrun.Target, name string)
+	build func(p *parser, path string, n, raw *yaml.Node) (t evalrun.Target, name string)
 }
 
-// targetKinds maps each kind of the suite file to its builder. Kinds whose
-// implementation has not landed yet report so.
-var targetKinds = map[string]targetKind{
-	"echo": {nil, func(*parser, *yaml.Node, *yaml.Node) (evalrun.Target, string) { return target.Echo{}, "echo" }},
-	"http": {[]string{"url", "method", "headers", "body", "output", "max_response_bytes"}, buildHTTP},
-	"exec": {[]string{"command", "env", "dir", "max_output_bytes"}, buildExec},
-	"openai": {[]string{"base_url", "api_key_env", "model", "system", "prompt", "temperature",
-		"max_tokens", "seed", "params", "price"}, unavailable("openai")},
-	"workflow": {[]string{"steps"}, unavailable("workflow")},
-	"scorer":   {[]string{"scorer"}, unavailable("scorer")},
+// targetKinds maps each kind of the suite file to its builder.
+var targetKinds map[string]targetKind
+
+func init() {
+	targetKinds = map[string]targetKind{
+		"echo": {nil, func(*parser, string, *yaml.Node, *yaml.Node) (evalrun.Target, string) { return target.Echo{}, "echo" }},
+		"http": {[]string{"url", "method", "headers", "body", "output", "max_response_bytes"}, buildHTTP},
+		"exec": {[]string{"command", "env", "dir", "max_output_bytes"}, buildExec},
+		"openai": {[]string{"base_url", "api_key_env", "model", "system", "prompt", "temperature",
+			"max_tokens", "seed", "params", "price", "max_response_bytes"}, buildOpenAI},
+		"workflow": {[]string{"steps"}, buildWorkflow},
+		"scorer":   {[]string{"scorer"}, buildScorerTarget},
+	}
 }
 
 // TargetKinds returns the target kinds a suite file may name, sorted.
@@ -47,16 +50,32 @@ func TargetKinds() []string {
 	return kinds
 }
 
-// target parses the target mapping and builds the target.
+// target parses the suite's target mapping and builds the target.
 func (p *parser) target(n *yaml.Node) {
-	if n.Kind != yaml.MappingNode {
-		p.ps.at(n, "target", "e.g. target: {kind: echo}", "must be a mapping, got %s", kindName(n))
+	t, info, r := p.buildTarget(n, "target", p.value(p.suite.raw, "target"))
+	if t == nil {
 		return
+	}
+	p.suite.target, p.suite.TargetInfo, p.suite.RateLimit = t, info, r
+	if c, ok := t.(evalrun.Closer); ok {
+		p.suite.closers = append(p.suite.closers, c)
+	}
+}
+
+// buildTarget builds the target of mapping n at path (raw: the same mapping
+// unexpanded). It returns the target without its rate limit, which it
+// returns apart (the suite's can be overridden). Problems are recorded;
+// the target is nil on any.
+func (p *parser) buildTarget(n *yaml.Node, path string, raw *yaml.Node) (evalrun.Target, evalrun.TargetInfo, *target.Rate) {
+	var info evalrun.TargetInfo
+	if n.Kind != yaml.MappingNode {
+		p.ps.at(n, path, "e.g. {kind: echo}", "must be a mapping, got %s", kindName(n))
+		return nil, info, nil
 	}
 	kindNode := p.value(n, "kind")
 	if kindNode == nil {
-		p.ps.at(n, "target.kind", "known kinds: "+strings.Join(TargetKinds(), ", "), "missing")
-		return
+		p.ps.at(n, path+".kind", "known kinds: "+strings.Join(TargetKinds(), ", "), "missing")
+		return nil, info, nil
 	}
 	kind := kindNode.Value
 	tk, ok := targetKinds[kind]
@@ -65,61 +84,63 @@ func (p *parser) target(n *yaml.Node) {
 		if s := suggest(kind, TargetKinds()); s != "" {
 			hint = s + " " + hint
 		}
-		p.ps.at(kindNode, "target.kind", hint, "unknown target kind %q", kind)
-		return
+		p.ps.at(kindNode, path+".kind", hint, "unknown target kind %q", kind)
+		return nil, info, nil
 	}
 	known := append(slices.Clone(targetCommonKeys), tk.keys...)
 	before := len(p.ps.list)
-	p.fields(n, "target", known, func(key string, _, v *yaml.Node) {
+	var rate *target.Rate
+	p.fields(n, path, known, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "name":
-			p.suite.TargetInfo.Name, _ = p.str(v, "target.name")
+			info.Name, _ = p.str(v, path+".name")
 		case "rate_limit":
-			if s, ok := p.str(v, "target.rate_limit"); ok {
-				r, err := ParseRate(s)
+			if s, ok := p.str(v, path+".rate_limit"); ok {
+				r, err := target.ParseRate(s)
 				if err != nil {
-					p.ps.at(v, "target.rate_limit", "e.g. 20/s or 600/m", "%v", err)
+					p.ps.at(v, path+".rate_limit", "e.g. 20/s or 600/m", "%v", err)
 					return
 				}
-				p.suite.RateLimit = &r
+				rate = &r
 			}
 		}
 	})
 	if len(p.ps.list) > before {
-		return
+		return nil, info, nil
 	}
-	t, name := tk.build(p, n, p.value(p.suite.raw, "target"))
+	t, name := tk.build(p, path, n, raw)
 	if t == nil {
-		return
+		return nil, info, nil
 	}
-	p.suite.target = t
-	p.suite.TargetInfo.Kind = kind
-	if p.suite.TargetInfo.Name == "" {
-		p.suite.TargetInfo.Name = name
+	info.Kind = kind
+	if info.Name == "" {
+		info.Name = name
 	}
-	if c, ok := t.(evalrun.Closer); ok {
-		p.suite.closers = append(p.suite.closers, c)
-	}
+	return t, info, rate
 }
 
-func unavailable(kind string) func(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
-	return func(p *parser, n, _ *yaml.Node) (evalrun.Target, string) {
-		p.ps.at(p.value(n, "kind"), "target.kind", "use http, exec or echo for now",
-			"target kind %q is not available in this build yet", kind)
-		return nil, ""
+// limited returns t behind a request rate limit (t itself when r is nil).
+func limited(t evalrun.Target, r *target.Rate) evalrun.Target {
+	if r == nil || r.IsZero() {
+		return t
 	}
+	lim, err := target.NewLimiter(target.Limits{Requests: *r})
+	if err != nil {
+		return t // only burst and tokens_per_minute can be wrong, and neither is set
+	}
+	return target.RateLimited(t, lim)
 }
 
-func buildHTTP(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
+func buildHTTP(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, string) {
 	var cfg target.HTTPConfig
 	before := len(p.ps.list)
-	p.decodeFields(n, "target", &cfg, targetCommonKeys)
+	p.decodeFields(n, path, &cfg, targetCommonKeys)
 	if len(p.ps.list) > before {
 		return nil, ""
 	}
 	t, err := target.NewHTTP(cfg)
 	if err != nil {
-		p.targetProblem(n, err)
+		p.targetProblem(n, path, err)
 		return nil, ""
 	}
 	name := cfg.URL
@@ -129,10 +150,10 @@ func buildHTTP(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
 	return t, name
 }
 
-func buildExec(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
+func buildExec(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, string) {
 	var cfg target.ExecConfig
 	before := len(p.ps.list)
-	p.decodeFields(n, "target", &cfg, targetCommonKeys)
+	p.decodeFields(n, path, &cfg, targetCommonKeys)
 	if len(p.ps.list) > before {
 		return nil, ""
 	}
@@ -149,7 +170,7 @@ func buildExec(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
 	}
 	t, err := target.NewExec(cfg)
 	if err != nil {
-		p.targetProblem(n, err)
+		p.targetProblem(n, path, err)
 		return nil, ""
 	}
 	name := ""
@@ -167,10 +188,10 @@ func buildExec(p *parser, n, raw *yaml.Node) (evalrun.Target, string) {
 }
 
 // targetProblem reports a target constructor's error at the key it names.
-func (p *parser) targetProblem(n *yaml.Node, err error) {
+func (p *parser) targetProblem(n *yaml.Node, path string, err error) {
 	var ce *target.ConfigError
 	if !errors.As(err, &ce) {
-		p.ps.at(n, "target", "", "%v", err)
+		p.ps.at(n, path, "", "%v", err)
 		return
 	}
 	first, _, _ := strings.Cut(ce.Key, ".")
@@ -188,5 +209,5 @@ func (p *parser) targetProblem(n *yaml.Node, err error) {
 	case "dir":
 		hint = "the path is relative to the suite file's directory"
 	}
-	p.ps.at(at, "target."+ce.Key, hint, "%v", ce.Err)
+	p.ps.at(at, path+"."+ce.Key, hint, "%v", ce.Err)
 }

@@ -1,0 +1,80 @@
+package suite
+
+import (
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/openai"
+	"github.com/evalrun/evalrun/retry"
+	"github.com/evalrun/evalrun/scorer"
+	"github.com/evalrun/evalrun/target"
+)
+
+// deps returns the scorer dependencies: Options.Deps, with the suite's
+// directory as BaseDir, the execution's retry policy as the default for
+// model calls, and OpenAI-compatible models (package openai, API keys from
+// the suite's environment) where Options.Deps sets no factory.
+func (p *parser) deps() scorer.Deps {
+	d := p.opts.Deps
+	d.BaseDir = p.suite.Dir
+	if d.Retry.MaxRetries == 0 && d.Retry.Delay == 0 {
+		e := p.suite.Execution
+		d.Retry = retry.Policy{MaxRetries: e.MaxRetries, Delay: e.RetryDelay}
+	}
+	if d.ChatModel == nil {
+		d.ChatModel = p.chatModel
+	}
+	if d.Embedder == nil {
+		d.Embedder = p.embedder
+	}
+	return d
+}
+
+// modelConfig turns a scorer's model selection into the openai config.
+func (p *parser) modelConfig(mc scorer.ModelConfig) (openai.ModelConfig, *target.Limiter, error) {
+	lookup := p.opts.Env
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	cfg := openai.ModelConfig{Model: mc.Model, ClientConfig: openai.ClientConfig{
+		BaseURL: mc.BaseURL, APIKeyEnv: mc.APIKeyEnv, LookupEnv: lookup}}
+	if mc.RateLimit == "" {
+		return cfg, nil, nil
+	}
+	r, err := target.ParseRate(mc.RateLimit)
+	if err != nil {
+		return cfg, nil, err
+	}
+	lim, err := target.NewLimiter(target.Limits{Requests: r})
+	return cfg, lim, err
+}
+
+func (p *parser) chatModel(mc scorer.ModelConfig) (evalrun.ChatModel, error) {
+	cfg, lim, err := p.modelConfig(mc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := openai.NewChatModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.suite.closers = append(p.suite.closers, m)
+	if lim != nil {
+		return target.RateLimitedChat(m, lim), nil
+	}
+	return m, nil
+}
+
+func (p *parser) embedder(mc scorer.ModelConfig) (evalrun.Embedder, error) {
+	cfg, lim, err := p.modelConfig(mc)
+	if err != nil {
+		return nil, err
+	}
+	e, err := openai.NewEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.suite.closers = append(p.suite.closers, e)
+	if lim != nil {
+		return target.RateLimitedEmbedder(e, lim), nil
+	}
+	return e, nil
+}
