@@ -1,0 +1,336 @@
+package web
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/inmem"
+)
+
+var screenshots = flag.Bool("screenshots", false, "rewrite docs/img/run.png and docs/img/compare.png (or set EVALRUN_UPDATE_SCREENSHOTS=1)")
+
+// chromium returns the path of a Chromium binary: $EVALRUN_CHROMIUM, or the
+// first of the usual names found in PATH.
+func chromium() string {
+	if p := os.Getenv("EVALRUN_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns its
+// context. Without a Chromium binary the test is skipped, unless
+// EVALRUN_REQUIRE_BROWSER=1 (scripts/test sets it), when it fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium()
+	if path == "" {
+		if os.Getenv("EVALRUN_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no Chromium binary found (chromium, chromium-browser, google-chrome in PATH or $EVALRUN_CHROMIUM) " +
+				"and EVALRUN_REQUIRE_BROWSER=1: install it with apt-get install -y chromium")
+		}
+		t.Skip("skipping the browser test: no Chromium binary found (apt-get install -y chromium, or set EVALRUN_CHROMIUM)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	// The first call starts the browser, which lives as long as bctx: it
+	// must not carry the timeout, which bounds the test's steps only.
+	if err := chromedp.Do(bctx); err != nil {
+		cancelBrowser()
+		cancelAlloc()
+		t.Fatalf("start %s: %v", path, err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelBrowser()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// serve serves b's handler on 127.0.0.1 for the browser.
+func serve(t *testing.T, b *bundle) string {
+	t.Helper()
+	ts := httptest.NewServer(b.srv)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// do runs the steps of one stage of a test, failing it on error.
+func do(t *testing.T, ctx context.Context, stage string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", stage, err)
+	}
+}
+
+// get runs one action that returns a value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// text returns the visible text of the first element matching the CSS
+// selector.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return get(t, ctx, "text of "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// TestBrowserFlow opens the runs list, clicks into a run, filters the
+// failed items, opens one, and compares two runs, in a real browser.
+func TestBrowserFlow(t *testing.T) {
+	ctx := browser(t)
+	b := setup(t, Options{})
+	base := serve(t, b)
+
+	do(t, ctx, "runs list", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#runs")))
+	if runs := text(t, ctx, "#runs tbody"); !strings.Contains(runs, "candidate") || !strings.Contains(runs, "baseline") || !strings.Contains(runs, "77.5%") {
+		t.Fatalf("runs list shows %q", runs)
+	}
+
+	do(t, ctx, "click into run B",
+		chromedp.Click(css(`a.run-link[href="/runs/`+runB+`"]`)),
+		chromedp.WaitVisible(css("#scorers")))
+	if title, macro := text(t, ctx, "h1"), text(t, ctx, "#macro"); title != "candidate" || macro != "77.5%" {
+		t.Fatalf("run page: title %q macro %q", title, macro)
+	}
+
+	do(t, ctx, "filter failed items",
+		chromedp.Click(css("#items-link")),
+		chromedp.WaitVisible(css("#item-filters")),
+		chromedp.Click(css("#failed-only")),
+		chromedp.Click(css("#apply")),
+		// Only the filtered page has a single row.
+		chromedp.WaitVisible(css(`#items tbody tr:only-child a.item-link`)))
+	rows := get(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll("#items tbody tr").length`))
+	if rowText := text(t, ctx, "#items tbody"); rows != 1 || !strings.Contains(rowText, "q4") || !strings.Contains(rowText, "timeout") {
+		t.Fatalf("failed items: %d rows: %q", rows, rowText)
+	}
+	if loc := get(t, ctx, "location", chromedp.Location()); !strings.Contains(loc, "failed=1") {
+		t.Fatalf("filtered URL %q lacks failed=1", loc)
+	}
+
+	do(t, ctx, "open the failed item",
+		chromedp.Click(css(`#items tbody tr:only-child a.item-link`)),
+		chromedp.WaitVisible(css("#item-detail")))
+	if title, kind, msg, retries := text(t, ctx, "#item-title"), text(t, ctx, "#error-kind"), text(t, ctx, "#error"), text(t, ctx, "#retries"); title != "q4" || kind != "timeout" || msg != "deadline exceeded after 30s" || retries != "2" {
+		t.Fatalf("item page: %q %q %q %q", title, kind, msg, retries)
+	}
+
+	do(t, ctx, "compare A and B",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css("#runs")),
+		chromedp.Click(css(`input[name="a"][value="`+runA+`"]`)),
+		chromedp.Click(css(`input[name="b"][value="`+runB+`"]`)),
+		chromedp.Click(css("#compare-button")),
+		chromedp.WaitVisible(css("#deltas")))
+	if deltas := text(t, ctx, "#deltas"); !strings.Contains(deltas, "exact") || !strings.Contains(deltas, "-0.200") {
+		t.Fatalf("deltas: %q", deltas)
+	}
+	if regressed := text(t, ctx, "#regressed"); !strings.Contains(regressed, "q2") || !strings.Contains(regressed, "q6") {
+		t.Fatalf("regressed: %q", regressed)
+	}
+	do(t, ctx, "open side by side",
+		chromedp.Click(css(`#regressed tbody tr:first-child summary`)),
+		chromedp.WaitVisible(css(`#regressed tbody tr:first-child details[open] .sides`)))
+	if sides := text(t, ctx, `#regressed tbody tr:first-child .sides`); !strings.Contains(sides, "output 2 of aaaa") || !strings.Contains(sides, "output 2 of bbbb") {
+		t.Fatalf("side by side: %q", sides)
+	}
+}
+
+// TestBrowserLiveRefresh shows a running run and moves its counts: the page
+// updates them without a reload, then reloads once the run has finished.
+func TestBrowserLiveRefresh(t *testing.T) {
+	ctx := browser(t)
+	b := setup(t, Options{RefreshInterval: time.Millisecond})
+	base := serve(t, b)
+	live := fixtureRun("20260304T120000-cccccccc", "live", t0.Add(2*time.Hour))
+	live.Status, live.Total, live.Succeeded, live.CompletedAt = evalrun.RunRunning, 10, 2, time.Time{}
+	bg := context.Background()
+	if err := b.store.CreateRun(bg, live); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "open the running run", chromedp.Navigate(base+"/runs/"+live.ID), chromedp.WaitVisible(css("#live")))
+	if before := text(t, ctx, `[data-live="succeeded"]`); before != "2" {
+		t.Fatalf("succeeded before = %q", before)
+	}
+	// A marker on window survives only if the page is not reloaded.
+	get(t, ctx, "marker", chromedp.Evaluate[bool](`window.__noReload = true`))
+	live.Succeeded, live.Failed = 7, 1
+	if err := b.store.UpdateRun(bg, live); err != nil {
+		t.Fatal(err)
+	}
+	get(t, ctx, "counts refresh in place", chromedp.Poll[bool](
+		`document.querySelector('[data-live="succeeded"]').textContent === "7" &&
+			document.querySelector('[data-live="failed"]').textContent === "1" && window.__noReload === true`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+
+	live.Status, live.Succeeded, live.Failed, live.CompletedAt = evalrun.RunCompleted, 9, 1, live.StartedAt.Add(time.Minute)
+	if err := b.store.UpdateRun(bg, live); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "finished run reloads", chromedp.WaitNotPresent(css("#live")), chromedp.WaitVisible(css("#status")))
+	if status := text(t, ctx, "#status"); status != "completed" {
+		t.Fatalf("status after reload = %q", status)
+	}
+}
+
+// demoSeed stores two 400-item runs with spread scores, for screenshots.
+func demoSeed(t *testing.T, st evalrun.Store) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 5))
+	tags := []string{"billing", "refund", "login", "shipping"}
+	var items []*evalrun.Item
+	for i := range 400 {
+		items = append(items, &evalrun.Item{
+			ID:       fmt.Sprintf("ticket-%04d", i+1),
+			Input:    evalrun.String(fmt.Sprintf("Customer question #%d about %s", i+1, tags[i%4])),
+			Expected: evalrun.String("A helpful answer"),
+			Metadata: map[string]any{"tags": tags[i%4]},
+		})
+	}
+	if _, _, err := st.ImportDataset(ctx, "support-tickets", items); err != nil {
+		t.Fatal(err)
+	}
+	for k, id := range []string{runA, runB} {
+		created := t0.Add(time.Duration(k) * time.Hour)
+		r := &evalrun.Run{
+			ID: id, Name: []string{"gpt-4o-mini baseline", "gpt-4o-mini + new prompt"}[k],
+			Dataset: "support-tickets", DatasetVersion: 1,
+			Target: evalrun.TargetInfo{Kind: "openai", Name: "gpt-4o-mini"},
+			Scorers: []evalrun.ScorerInfo{
+				{Name: "exact_match", Kind: "exact_match", Threshold: 1},
+				{Name: "helpfulness", Kind: "llm_judge", Threshold: 0.7},
+				{Name: "similarity", Kind: "embedding", Threshold: 0.8},
+			},
+			Status: evalrun.RunCompleted, Total: 400, CreatedAt: created, StartedAt: created,
+			CompletedAt: created.Add(3*time.Minute + 12*time.Second),
+		}
+		if err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		var results []*evalrun.ItemResult
+		for i := range 400 {
+			res := &evalrun.ItemResult{
+				RunID: id, Index: i, ItemID: items[i].ID, Attempts: 1,
+				Latency:   time.Duration(300+rng.IntN(1500)) * time.Millisecond,
+				Usage:     evalrun.Usage{InputTokens: iptr(int64(200 + rng.IntN(300))), OutputTokens: iptr(int64(50 + rng.IntN(200))), CostUSD: fptr(0.0004)},
+				StartedAt: created, CompletedAt: created.Add(time.Second),
+			}
+			if rng.IntN(100) < 2+k {
+				res.Error, res.ErrorKind, res.Attempts, res.RetryCount = "HTTP 503: upstream unavailable", evalrun.ErrorTransient, 3, 2
+				r.Failed++
+			} else {
+				r.Succeeded++
+				res.Output = evalrun.String(fmt.Sprintf("Thanks for reaching out! Here is how to fix %s (run %d).", tags[i%4], k))
+				shift := 0.04 * float64(k)
+				if i%4 == 1 {
+					shift = -0.12 * float64(k) // refunds got worse
+				}
+				h := min(max(0.35+rng.Float64()*0.65+shift, 0), 1)
+				sim := min(max(0.72+rng.NormFloat64()*0.12+shift, 0), 1)
+				ex := 0.0
+				if rng.IntN(10) < 3+k {
+					ex = 1
+				}
+				res.Scores = []evalrun.ScorerResult{
+					{Scorer: "exact_match", Score: &ex, Passed: ex >= 1},
+					{Scorer: "helpfulness", Score: &h, Passed: h >= 0.7, Reason: "judge: answers the question"},
+					{Scorer: "similarity", Score: &sim, Passed: sim >= 0.8},
+				}
+			}
+			results = append(results, res)
+		}
+		if err := st.WriteResults(ctx, results); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.UpdateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBrowserScreenshots renders the run and compare pages of a 400-item
+// run, checks that the histograms are drawn, and, with -screenshots or
+// EVALRUN_UPDATE_SCREENSHOTS=1, saves them to docs/img/.
+func TestBrowserScreenshots(t *testing.T) {
+	ctx := browser(t)
+	st := inmem.New()
+	demoSeed(t, st)
+	b := setupStore(t, st, Options{})
+	base := serve(t, b)
+	update := *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1"
+
+	do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+runB), chromedp.WaitVisible(css("#scorers svg.hist")))
+	if bars := get(t, ctx, "bars", chromedp.Evaluate[int](`document.querySelectorAll("#scorers svg.hist rect").length`)); bars != 30 {
+		t.Fatalf("%d histogram bars, want 3 scorers × 10", bars)
+	}
+	runPNG := get(t, ctx, "run screenshot", chromedp.FullScreenshot(100))
+
+	do(t, ctx, "compare page",
+		chromedp.Navigate(base+"/compare?a="+runA+"&b="+runB),
+		chromedp.WaitVisible(css("#deltas")),
+		chromedp.Click(css(`#regressed tbody tr:first-child summary`)),
+		chromedp.WaitVisible(css(`#regressed tbody tr:first-child .sides`)))
+	if rows := get(t, ctx, "delta rows", chromedp.Evaluate[int](`document.querySelectorAll("#deltas tbody tr").length`)); rows != 3 {
+		t.Fatalf("%d delta rows, want 3", rows)
+	}
+	comparePNG := get(t, ctx, "compare screenshot", chromedp.CaptureScreenshot())
+	if len(runPNG) < 1000 || len(comparePNG) < 1000 {
+		t.Fatalf("screenshots too small: %d, %d bytes", len(runPNG), len(comparePNG))
+	}
+	if !update {
+		return
+	}
+	dir := filepath.Join("..", "docs", "img")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, png := range map[string][]byte{"run.png": runPNG, "compare.png": comparePNG} {
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("wrote %s/run.png and compare.png", dir)
+}
