@@ -41,7 +41,8 @@ func checkRun(t *testing.T, got, want *evalrun.Run) {
 	t.Helper()
 	if got.ID != want.ID || got.Name != want.Name || got.Dataset != want.Dataset || got.DatasetVersion != want.DatasetVersion ||
 		got.Target != want.Target || got.Status != want.Status || got.Total != want.Total || got.Succeeded != want.Succeeded ||
-		got.Failed != want.Failed || got.Skipped != want.Skipped || got.PersistErrors != want.PersistErrors || got.Error != want.Error {
+		got.Failed != want.Failed || got.Skipped != want.Skipped || got.PersistErrors != want.PersistErrors || got.Error != want.Error ||
+		got.Concurrency != want.Concurrency {
 		t.Fatalf("run:\n got  %+v\n want %+v", got, want)
 	}
 	if !equalRaw(got.Config, want.Config) {
@@ -114,6 +115,7 @@ func testUpdateRun(t *testing.T, s evalrun.Store) {
 	up.Dataset = "other, ignored"
 	up.Status = evalrun.RunCompleted
 	up.Total, up.Succeeded, up.Failed, up.Skipped, up.PersistErrors = 10, 7, 2, 1, 3
+	up.Concurrency = 5
 	up.Error = "boom"
 	up.StartedAt = base.Add(time.Second)
 	up.CompletedAt = base.Add(time.Minute)

@@ -25,7 +25,8 @@ type ItemRowCounter interface {
 }
 
 // Run runs the conformance suite. open must return a new, empty store for
-// each call; the suite closes it. Subtests run in parallel. In -short mode
+// each call; the suite closes it. Stores must also implement
+// [evalrun.ResponseCache], [ItemRowCounter] and [CacheClock]. Subtests run in parallel. In -short mode
 // the large re-import uses 2,000 items instead of 100,000.
 func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 	t.Helper()
@@ -60,6 +61,13 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultsOfRunsApart", testResultsOfRunsApart},
 		{"WriteResultsConcurrent", testWriteResultsConcurrent},
 		{"WriteResultsUnknownRun", testWriteResultsUnknownRun},
+		{"RepeatsDistinct", testRepeatsDistinct},
+		{"CacheHitRoundTrip", testCacheHitRoundTrip},
+		{"RunConcurrency", testRunConcurrency},
+		{"CacheHitMiss", testCacheHitMiss},
+		{"CacheExpiry", testCacheExpiry},
+		{"CacheLarge", testCacheLarge},
+		{"CacheConcurrent", testCacheConcurrent},
 		{"CloseTwice", testCloseTwice},
 	}
 	for _, tt := range tests {
