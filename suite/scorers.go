@@ -25,15 +25,16 @@ var scorerKeys = func() []string {
 	return keys
 }()
 
-// scorerHints say what to do about a bad value of a scorer key.
+// scorerHints say what to do about a bad value of a scorer key, by
+// "kind.key" ("*.key": every kind).
 var scorerHints = map[string]string{
-	"threshold":   "use a number between 0 and 1",
-	"pattern":     "use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax",
-	"expression":  "expr-lang syntax over input, output, expected and metadata, giving a bool or a number in [0,1]",
-	"schema":      "give a valid JSON Schema",
-	"schema_file": "the path is relative to the suite file's directory",
-	"mode":        "use any or all",
-	"rubric":      "describe what a good answer is",
+	"*.threshold":             "use a number between 0 and 1",
+	"regex.pattern":           "use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax",
+	"expr.expression":         "expr-lang syntax over input, output, expected and metadata, giving a bool or a number in [0,1]",
+	"json_schema.schema":      "give a valid JSON Schema",
+	"json_schema.schema_file": "the path is relative to the suite file's directory",
+	"contains.mode":           "use any or all",
+	"llm_judge.rubric":        "describe what a good answer is",
 }
 
 // scorers parses and builds every entry of the scorers list.
@@ -143,5 +144,9 @@ func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
 	if ce.Err != nil {
 		msg = ce.Err.Error()
 	}
-	p.ps.at(at, keyPath, scorerHints[ce.Key], "%s", msg)
+	hint := scorerHints[ce.Kind+"."+ce.Key]
+	if hint == "" {
+		hint = scorerHints["*."+ce.Key]
+	}
+	p.ps.at(at, keyPath, hint, "%s", msg)
 }
