@@ -60,6 +60,55 @@ type Builder struct {
 	itemsSorted bool
 	lastIndex   int
 	lastRepeat  int
+
+	cacheHits int
+	reps      repeatAcc
+}
+
+// repeatAcc counts, per item index, the item's results and, per scorer, how
+// many of them passed: the input of [RepeatStats] and the flaky list. Item
+// indexes are dense (positions in the run's item list), so slices indexed
+// by them cost a few bytes per item, whatever the order results arrive in.
+type repeatAcc struct {
+	maxRepeat int
+	runs      []int32   // runs[index]: results of the item
+	ids       []string  // ids[index]: the item's id
+	passed    [][]int32 // passed[scorer][index]: results that passed
+}
+
+// add counts result r of the item with id at index.
+func (a *repeatAcc) add(index, repeat int, id string) {
+	a.maxRepeat = max(a.maxRepeat, repeat)
+	if index >= len(a.runs) {
+		n := max(index+1, 2*len(a.runs))
+		a.runs = append(a.runs, make([]int32, n-len(a.runs))...)
+		a.ids = append(a.ids, make([]string, n-len(a.ids))...)
+	}
+	a.runs[index]++
+	if a.ids[index] == "" {
+		a.ids[index] = id
+	}
+}
+
+// pass counts a passed verdict of scorer i on the item at index.
+func (a *repeatAcc) pass(i, index int) {
+	for len(a.passed) <= i {
+		a.passed = append(a.passed, nil)
+	}
+	p := a.passed[i]
+	if index >= len(p) {
+		p = append(p, make([]int32, max(index+1, 2*len(p))-len(p))...)
+		a.passed[i] = p
+	}
+	p[index]++
+}
+
+// passedOf returns the passed count of scorer i on the item at index.
+func (a *repeatAcc) passedOf(i, index int) int {
+	if i < len(a.passed) && index < len(a.passed[i]) {
+		return int(a.passed[i][index])
+	}
+	return 0
 }
 
 type cohortAcc struct {
@@ -233,6 +282,16 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		advCat = b.addAdversarial(adv)
 		cs = append(cs, advCat)
 	}
+	if r.CacheHit {
+		b.cacheHits++
+	}
+	// A negative index (not made by the engine) cannot be reduced over
+	// repeats; it still counts everywhere else.
+	tracked := r.Index >= 0
+	if tracked {
+		b.reps.add(r.Index, r.Repeat, id)
+	}
+
 	failed := r.Failed()
 	for _, c := range cs {
 		c.count++
@@ -279,6 +338,9 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		passed := sr.Score != nil && sr.Passed
 		hasErr := sr.Score == nil
 		b.overall[i].add(sr.Score, passed, hasErr)
+		if passed && tracked {
+			b.reps.pass(i, r.Index)
+		}
 		for _, c := range cs {
 			c.acc(i).add(sr.Score, passed, hasErr)
 		}
@@ -380,6 +442,11 @@ func (b *Builder) Report() *Report {
 	}
 	rs.CompletedWithErrors = run.Status == evalrun.RunCompleted && rs.Failed > 0
 	rs.PersistErrors = run.PersistErrors
+	rs.CacheHits = b.cacheHits
+	if run.Concurrency > 0 {
+		c := run.Concurrency
+		rs.Concurrency = &c
+	}
 	if !run.StartedAt.IsZero() {
 		t := run.StartedAt
 		rs.StartedAt = &t
@@ -405,6 +472,9 @@ func (b *Builder) Report() *Report {
 	}
 	if n > 0 {
 		rep.MacroPassRate = floatPtr(sum / float64(n))
+	}
+	if b.reps.maxRepeat > 0 {
+		rep.Flaky = b.reduceRepeats(rep.Scorers)
 	}
 
 	tags := make([]string, 0, len(b.cohorts))
@@ -451,6 +521,49 @@ func (b *Builder) Report() *Report {
 	}
 	rep.Items = slices.Clip(rep.Items)
 	return rep
+}
+
+// reduceRepeats sets the [RepeatStats] of every scorer and returns the
+// flaky list (never nil), in item order then scorer order.
+func (b *Builder) reduceRepeats(scorers ScorerTable) []FlakyItem {
+	a := &b.reps
+	k := a.maxRepeat + 1
+	stats := make([]RepeatStats, len(scorers))
+	anyPassed := make([]int, len(scorers)) // complete items passed at least once
+	allPassed := make([]int, len(scorers)) // complete items passed every time
+	flaky := []FlakyItem{}
+	for index, n32 := range a.runs {
+		n := int(n32)
+		if n == 0 {
+			continue
+		}
+		for i := range scorers {
+			p := a.passedOf(i, index)
+			if n == k {
+				stats[i].Items++
+				if p > 0 {
+					anyPassed[i]++
+				}
+				if p == n {
+					allPassed[i]++
+				}
+			}
+			if p > 0 && p < n {
+				stats[i].FlakyCount++
+				flaky = append(flaky, FlakyItem{Index: index, ItemID: a.ids[index], Scorer: scorers[i].Name, Passed: p, Runs: n})
+			}
+		}
+	}
+	for i := range scorers {
+		st := &stats[i]
+		st.K = k
+		if st.Items > 0 {
+			st.PassAtK = floatPtr(float64(anyPassed[i]) / float64(st.Items))
+			st.PassAllK = floatPtr(float64(allPassed[i]) / float64(st.Items))
+		}
+		scorers[i].RepeatStats = st
+	}
+	return flaky
 }
 
 // table returns the per-scorer statistics of a cohort, every scorer of the

@@ -171,7 +171,7 @@ func Compare(a, b *Report, opts CompareOptions) (*Comparison, error) {
 	}
 	o := opts.withDefaults()
 	c := &Comparison{
-		SchemaVersion: SchemaVersion,
+		SchemaVersion: CompareSchemaVersion,
 		A:             runRef(a),
 		B:             runRef(b),
 		Method: CompareMethod{Interval: "paired bootstrap (percentile)", Confidence: 1 - o.Alpha,

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -80,15 +81,18 @@ func TestSchemaRejectsDrift(t *testing.T) {
 	sch := compileSchema(t)
 	good := string(renderJSON(t, fixtureReport(t)))
 	mutations := map[string][2]string{
-		"renamed field":      {`"pass_rate"`, `"passrate"`},
-		"histogram length":   {`"histogram": [`, `"histogram": [1,`},
-		"0 for null":         {`"mean": null`, `"mean": "n/a"`},
-		"unknown stage":      {`"stage": "persist"`, `"stage": "storage"`},
-		"schema version":     {`"schema_version": 1`, `"schema_version": 2`},
-		"persist with kind":  {`"stage": "persist",` + "\n      \"scorer\": null,\n      \"kind\": null", `"stage": "persist",` + "\n      \"scorer\": null,\n      \"kind\": \"timeout\""},
-		"bad severity":       {`"high": 1`, `"high": -1`},
-		"negative reported":  {`"reported": 3`, `"reported": -3`},
-		"non-date timestamp": {`"started_at": "2026-01-02T03:04:05Z"`, `"started_at": "yesterday"`},
+		"renamed field":         {`"pass_rate"`, `"passrate"`},
+		"histogram length":      {`"histogram": [`, `"histogram": [1,`},
+		"0 for null":            {`"mean": null`, `"mean": "n/a"`},
+		"unknown stage":         {`"stage": "persist"`, `"stage": "storage"`},
+		"schema version":        {`"schema_version": 2`, `"schema_version": 3`},
+		"v2 without cache_hits": {`"cache_hits": 0,`, ``},
+		"negative cache_hits":   {`"cache_hits": 0`, `"cache_hits": -1`},
+		"zero concurrency":      {`"concurrency": null`, `"concurrency": 0`},
+		"persist with kind":     {`"stage": "persist",` + "\n      \"scorer\": null,\n      \"kind\": null", `"stage": "persist",` + "\n      \"scorer\": null,\n      \"kind\": \"timeout\""},
+		"bad severity":          {`"high": 1`, `"high": -1`},
+		"negative reported":     {`"reported": 3`, `"reported": -3`},
+		"non-date timestamp":    {`"started_at": "2026-01-02T03:04:05Z"`, `"started_at": "yesterday"`},
 	}
 	for name, m := range mutations {
 		if !strings.Contains(good, m[0]) {
@@ -166,8 +170,82 @@ func TestJSONRoundTrip(t *testing.T) {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
 	}
-	if _, err := ReadJSON(strings.NewReader(`{"schema_version": 2}`)); err == nil {
-		t.Error("schema_version 2 accepted")
+	for _, v := range []string{`{"schema_version": 3}`, `{"schema_version": 0}`, `{}`} {
+		if _, err := ReadJSON(strings.NewReader(v)); !errors.Is(err, evalrun.ErrInvalid) {
+			t.Errorf("ReadJSON(%s): err = %v, want ErrInvalid", v, err)
+		}
+	}
+}
+
+// TestSchemaRejectsRepeatDrift mutates the version 2 fields of the repeats
+// report.
+func TestSchemaRejectsRepeatDrift(t *testing.T) {
+	sch := compileSchema(t)
+	good := string(renderJSON(t, Build(repeatsRun(), repeatsResults())))
+	mutations := map[string][2]string{
+		"pass_at_k above 1":  {`"pass_at_k": 0.75`, `"pass_at_k": 1.5`},
+		"k without items":    {`"items": 4,`, ``},
+		"flaky runs of 1":    {`"runs": 2`, `"runs": 1`},
+		"flaky without id":   {`"item_id": "b",`, ``},
+		"flaky in version 1": {`"schema_version": 2`, `"schema_version": 1`},
+		"k of 1":             {`"k": 3`, `"k": 1`},
+	}
+	if err := validate(t, sch, []byte(good)); err != nil {
+		t.Fatalf("repeats report does not match the schema: %v", err)
+	}
+	for name, m := range mutations {
+		if !strings.Contains(good, m[0]) {
+			t.Errorf("%s: %q not in the report", name, m[0])
+			continue
+		}
+		bad := strings.Replace(good, m[0], m[1], 1)
+		if err := validate(t, sch, []byte(bad)); err == nil {
+			t.Errorf("%s: the schema accepts the mutated report", name)
+		}
+	}
+}
+
+// TestVersion1Compat proves that version 2 only adds: the fixture's report
+// as version 1 wrote it (testdata/report-v1.json, kept from before version
+// 2) still validates and reads, and today's report without the version 2
+// additions is exactly it.
+func TestVersion1Compat(t *testing.T) {
+	v1, err := os.ReadFile("testdata/report-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t), v1); err != nil {
+		t.Fatalf("a version 1 report does not match the schema: %v", err)
+	}
+	old, err := ReadJSON(bytes.NewReader(v1))
+	if err != nil {
+		t.Fatalf("ReadJSON of a version 1 report: %v", err)
+	}
+	if old.SchemaVersion != 1 || old.Run.CacheHits != 0 || old.Run.Concurrency != nil || old.Flaky != nil || old.Repeats() != 0 {
+		t.Errorf("version 1 report read as %+v", old.Run)
+	}
+
+	var now map[string]any
+	if err := json.Unmarshal(renderJSON(t, fixtureReport(t)), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now["schema_version"] != 2.0 {
+		t.Fatalf("schema_version = %v, want 2", now["schema_version"])
+	}
+	now["schema_version"] = 1.0
+	run := now["run"].(map[string]any)
+	for _, added := range []string{"cache_hits", "concurrency"} {
+		if _, ok := run[added]; !ok {
+			t.Errorf("run.%s missing from version 2", added)
+		}
+		delete(run, added)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(v1, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, now); diff != "" {
+		t.Errorf("version 2 minus its additions differs from version 1 (-v1 +v2):\n%s", diff)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,12 +18,23 @@ type MarkdownOptions struct {
 	// MaxFailures caps the failures listed; 0 means [DefaultMaxFailures],
 	// a negative value lists none.
 	MaxFailures int
+	// MaxFlaky caps the flaky items listed, likewise.
+	MaxFlaky int
+}
+
+// capOf resolves a MaxFailures-like option: 0 is the default, negative 0.
+func capOf(n int) int {
+	if n == 0 {
+		return DefaultMaxFailures
+	}
+	return max(n, 0)
 }
 
 // WriteMarkdown writes rep as GitHub-flavoured Markdown for a pull-request
-// comment or a CI step summary: the run header, the per-scorer table, the
-// cohorts, usage, the adversarial block when there is one, and the failures
-// (capped). Text from the run (ids, messages, tags) is escaped so it cannot
+// comment or a CI step summary: the run header (with cache hits and the
+// settled concurrency when known), the per-scorer table, pass@k, pass^k and
+// the flaky items (capped) when the run has repeats, the cohorts, usage, the
+// adversarial block when there is one, and the failures (capped). Text from the run (ids, messages, tags) is escaped so it cannot
 // break the tables or inject HTML.
 func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	bw := bufio.NewWriter(w)
@@ -39,6 +51,16 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	p("| `%s` | %s | %s | %d | %d | %d | %d | %s |\n\n",
 		mdCode(run.ID), mdEscape(datasetText(run.Dataset)), mdEscape(targetName(rep)),
 		run.Total, run.Succeeded, run.Failed, run.Skipped, durationText(run.DurationMS))
+	var notes []string
+	if run.CacheHits > 0 {
+		notes = append(notes, fmt.Sprintf("**Cache hits:** %d of %d results", run.CacheHits, run.Succeeded+run.Failed))
+	}
+	if run.Concurrency != nil {
+		notes = append(notes, fmt.Sprintf("**Concurrency:** settled at %d", *run.Concurrency))
+	}
+	if len(notes) > 0 {
+		p("%s\n\n", strings.Join(notes, " · "))
+	}
 
 	p("### Scorers\n\n")
 	if len(rep.Scorers) == 0 {
@@ -52,6 +74,33 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 				percent(s.PassRate), fmt.Sprintf("%.2f", s.Threshold))
 		}
 		p("\n**Macro pass rate:** %s\n\n", percent(rep.MacroPassRate))
+	}
+
+	if k := rep.Repeats(); k > 0 {
+		p("### Repeats (k = %d)\n\n", k)
+		p("| scorer | items | pass@%d | pass^%d | flaky |\n| --- | ---: | ---: | ---: | ---: |\n", k, k)
+		for _, s := range rep.Scorers {
+			if r := s.RepeatStats; r != nil {
+				p("| %s | %d | %s | %s | %d |\n", mdEscape(s.Name), r.Items, percent(r.PassAtK), percent(r.PassAllK), r.FlakyCount)
+			}
+		}
+		p("\npass@%d: the item passed in at least one of its %d repeats; pass^%d: in all of them.\n\n", k, k, k)
+		p("#### Flaky items (%d)\n\n", len(rep.Flaky))
+		if len(rep.Flaky) == 0 {
+			p("None.\n\n")
+		} else {
+			shown := min(capOf(opts.MaxFlaky), len(rep.Flaky))
+			if shown > 0 {
+				p("| item | scorer | passed | runs |\n| --- | --- | ---: | ---: |\n")
+				for _, f := range rep.Flaky[:shown] {
+					p("| %s | %s | %d | %d |\n", mdEscape(f.ItemID), mdEscape(f.Scorer), f.Passed, f.Runs)
+				}
+			}
+			if more := len(rep.Flaky) - shown; more > 0 {
+				p("\n… and %d more\n", more)
+			}
+			p("\n")
+		}
 	}
 
 	if len(rep.Cohorts) > 0 && len(rep.Scorers) > 0 {
@@ -111,16 +160,11 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	if len(rep.Failures) == 0 {
 		p("None.\n")
 	} else {
-		limit := opts.MaxFailures
-		if limit == 0 {
-			limit = DefaultMaxFailures
-		}
-		limit = max(limit, 0)
-		shown := min(limit, len(rep.Failures))
+		shown := min(capOf(opts.MaxFailures), len(rep.Failures))
 		if shown > 0 {
 			p("| item | stage | scorer | kind | message |\n| --- | --- | --- | --- | --- |\n")
 			for _, f := range rep.Failures[:shown] {
-				p("| %s | %s | %s | %s | %s |\n", mdEscape(strOr(f.ItemID, "—")), f.Stage,
+				p("| %s | %s | %s | %s | %s |\n", mdEscape(failureItem(&f)), f.Stage,
 					mdEscape(strOr(f.Scorer, "—")), kindText(f.Kind), mdEscape(truncate(f.Message, 200)))
 			}
 		}
@@ -228,4 +272,15 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// failureItem names a failure's item for people: the id, with "#repeat"
+// when the repeat is > 0 (as comparisons and JUnit name them), "—" for a
+// persist failure.
+func failureItem(f *Failure) string {
+	id := strOr(f.ItemID, "—")
+	if f.Repeat > 0 {
+		id += "#" + strconv.Itoa(f.Repeat)
+	}
+	return id
 }

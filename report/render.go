@@ -74,7 +74,7 @@ func Write(w io.Writer, rep *Report, f Format) error {
 	return fmt.Errorf("%w: unknown report format %q", evalrun.ErrInvalid, f)
 }
 
-// WriteJSON writes rep as the JSON report (schema_version 1), indented by
+// WriteJSON writes rep as the JSON report (schema_version 2), indented by
 // two spaces, fields in a stable order, followed by a newline.
 func WriteJSON(w io.Writer, rep *Report) error {
 	enc := json.NewEncoder(w)
@@ -83,15 +83,19 @@ func WriteJSON(w io.Writer, rep *Report) error {
 	return enc.Encode(rep)
 }
 
-// ReadJSON reads a JSON report written by [WriteJSON]. A report of another
-// schema version is an error wrapping [evalrun.ErrInvalid].
+// ReadJSON reads a JSON report written by [WriteJSON], of schema version
+// [MinSchemaVersion] to [SchemaVersion]; the fields a version 1 report
+// lacks stay zero (CacheHits 0, Concurrency, RepeatStats and Flaky nil).
+// A report of another schema version is an error wrapping
+// [evalrun.ErrInvalid].
 func ReadJSON(r io.Reader) (*Report, error) {
 	var rep Report
 	if err := json.NewDecoder(r).Decode(&rep); err != nil {
 		return nil, fmt.Errorf("%w: report: %v", evalrun.ErrInvalid, err)
 	}
-	if rep.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("%w: report schema_version %d (this evalrun reads %d)", evalrun.ErrInvalid, rep.SchemaVersion, SchemaVersion)
+	if rep.SchemaVersion < MinSchemaVersion || rep.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("%w: report schema_version %d (this evalrun reads %d to %d)", evalrun.ErrInvalid,
+			rep.SchemaVersion, MinSchemaVersion, SchemaVersion)
 	}
 	if rep.Failures == nil {
 		rep.Failures = []Failure{}

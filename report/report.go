@@ -12,7 +12,17 @@ import (
 
 // SchemaVersion is the version of the JSON report this package writes. Fields
 // may be added in a later version; none is renamed or removed within one.
-const SchemaVersion = 1
+// Version 2 added run.cache_hits, run.concurrency, the repeat reducers of
+// each scorer ([RepeatStats]) and the flaky list; a version 1 reader
+// keeps working on a version 2 report.
+const SchemaVersion = 2
+
+// MinSchemaVersion is the oldest report version [ReadJSON] reads.
+const MinSchemaVersion = 1
+
+// CompareSchemaVersion is the version of the comparison JSON ([Comparison]),
+// which version 2 of the report did not change.
+const CompareSchemaVersion = 1
 
 // HistogramBuckets is the number of histogram buckets: ten of width 0.1
 // over [0,1], the last one closed ([0.9, 1.0]).
@@ -40,6 +50,11 @@ type Report struct {
 	// Failures lists every target and scorer error in input order, then
 	// one persist entry when results could not be stored. Never nil.
 	Failures []Failure `json:"failures"`
+	// Flaky lists, when the run has repeats, the (item, scorer) pairs whose
+	// verdict differs across the item's repeats, in input order then
+	// scorer order; [] when none is flaky. Nil (absent from the JSON)
+	// without repeats. See [RepeatStats] for what counts as passed.
+	Flaky []FlakyItem `json:"flaky,omitzero"`
 	// Adversarial is nil unless some item carries metadata.adversarial.
 	Adversarial *Adversarial `json:"adversarial,omitempty"`
 	// Items holds one row per result in input order; nil (JSON null) when
@@ -57,6 +72,18 @@ func (r *Report) ScorerNames() []string {
 		out[i] = r.Scorers[i].Name
 	}
 	return out
+}
+
+// Repeats returns k, the number of repeats the report's results show (the
+// highest repeat index + 1), from the scorers' [RepeatStats]; 0 when the
+// run has no repeats (every result has repeat 0) or no scorers.
+func (r *Report) Repeats() int {
+	for i := range r.Scorers {
+		if rs := r.Scorers[i].RepeatStats; rs != nil {
+			return rs.K
+		}
+	}
+	return 0
 }
 
 // Errors returns the number of target failures plus every scorer's error
@@ -91,6 +118,12 @@ type RunSummary struct {
 	StartedAt   *time.Time `json:"started_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 	DurationMS  *int64     `json:"duration_ms"`
+	// CacheHits is the number of results whose target response came from
+	// the response cache (counted over the results; schema_version 2).
+	CacheHits int `json:"cache_hits"`
+	// Concurrency is the effective concurrency the run settled at (the run
+	// record's); nil when not recorded (schema_version 2).
+	Concurrency *int `json:"concurrency"`
 }
 
 // DatasetRef names a dataset version.
@@ -118,6 +151,52 @@ type ScorerStats struct {
 	// Histogram counts the scores per bucket [i/10, (i+1)/10), the last
 	// bucket including 1.0.
 	Histogram [HistogramBuckets]int `json:"histogram"`
+	// RepeatStats holds the reducers over repeats; nil (its fields absent
+	// from the JSON) unless the run has repeats, and always nil in cohorts
+	// and adversarial categories.
+	*RepeatStats
+}
+
+// RepeatStats reduces one scorer over the repeats of each item
+// (schema_version 2). An item's verdict in one repeat is "passed" when the
+// scorer scored that result and the score passed its threshold; a result
+// whose target failed (no scores) or on which the scorer failed (error,
+// no score) or which lacks the scorer counts as not passed.
+//
+// Only the items with all K results (Items of them) enter PassAtK and
+// PassAllK; an item with fewer (a cancelled run, a result that could not
+// be stored) is left out of both, but is still checked for flakiness
+// over the results it has.
+type RepeatStats struct {
+	// K is the number of repeats: the highest repeat index seen + 1.
+	K int `json:"k"`
+	// Items is the number of items with all K results.
+	Items int `json:"items"`
+	// PassAtK (pass@k) is the share of those items that passed in at
+	// least one of their K repeats; nil when Items is 0.
+	PassAtK *float64 `json:"pass_at_k"`
+	// PassAllK (pass^k) is the share of those items that passed in all K
+	// repeats; nil when Items is 0.
+	PassAllK *float64 `json:"pass_all_k"`
+	// FlakyCount is the number of items, complete or not, whose verdict
+	// differs across their repeats (the scorer's entries in
+	// [Report.Flaky]).
+	FlakyCount int `json:"flaky_count"`
+}
+
+// FlakyItem is an (item, scorer) pair whose verdict differs across the
+// item's repeats: it passed in some but not all of them.
+type FlakyItem struct {
+	// Index is the item's index; it orders the list and is not written.
+	Index  int    `json:"-"`
+	ItemID string `json:"item_id"`
+	Scorer string `json:"scorer"`
+	// Passed is the number of the item's results that passed, between 1
+	// and Runs − 1.
+	Passed int `json:"passed"`
+	// Runs is the number of the item's results (K, or fewer when some are
+	// missing).
+	Runs int `json:"runs"`
 }
 
 // ScorerTable is a list of scorer statistics in suite order, written as a

@@ -8,9 +8,11 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTerminal writes a compact summary of rep for people: the run line,
-// an aligned per-scorer table, the macro pass rate, cohorts, usage and
-// latency, and the first failures. It writes no colour codes.
+// WriteTerminal writes a compact summary of rep for people: the run line
+// (with cache hits and the settled concurrency when known), an aligned
+// per-scorer table, the macro pass rate, pass@k, pass^k and the first flaky
+// items when the run has repeats, cohorts, usage and latency, and the first
+// failures. It writes no colour codes.
 func WriteTerminal(w io.Writer, rep *Report) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
@@ -26,6 +28,12 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 	if run.PersistErrors > 0 {
 		p("  not stored %d", run.PersistErrors)
 	}
+	if run.CacheHits > 0 {
+		p("  cache hits %d", run.CacheHits)
+	}
+	if run.Concurrency != nil {
+		p("  concurrency %d", *run.Concurrency)
+	}
 	p("\n\n")
 
 	if len(rep.Scorers) > 0 {
@@ -39,6 +47,31 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 			return err
 		}
 		p("macro pass rate %s\n\n", percent(rep.MacroPassRate))
+	}
+
+	if k := rep.Repeats(); k > 0 {
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "REPEATS k=%d\tITEMS\tPASS@%d\tPASS^%d\tFLAKY\n", k, k, k)
+		for _, s := range rep.Scorers {
+			if r := s.RepeatStats; r != nil {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", oneLine(s.Name), r.Items, percent(r.PassAtK), percent(r.PassAllK), r.FlakyCount)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(rep.Flaky) > 0 {
+			p("flaky %d\n", len(rep.Flaky))
+			const shown = 10
+			for i, f := range rep.Flaky {
+				if i == shown {
+					p("  … and %d more\n", len(rep.Flaky)-shown)
+					break
+				}
+				p("  %s  %s: passed %d of %d\n", oneLine(f.ItemID), oneLine(f.Scorer), f.Passed, f.Runs)
+			}
+		}
+		p("\n")
 	}
 
 	if len(rep.Cohorts) > 1 || len(rep.Cohorts) == 1 && rep.Cohorts[0].Tag != nil {
@@ -105,7 +138,7 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 			if f.Kind != nil {
 				where += " " + string(*f.Kind)
 			}
-			p("  %s  %s: %s\n", oneLine(strOr(f.ItemID, "—")), where, oneLine(truncate(f.Message, 120)))
+			p("  %s  %s: %s\n", oneLine(failureItem(&f)), where, oneLine(truncate(f.Message, 120)))
 		}
 	}
 	return bw.Flush()
