@@ -5,6 +5,9 @@
 // median, 95th percentile, pass rate and a ten-bucket histogram; the same per
 // cohort (metadata.tags); usage and latency with "reported" counts; every
 // target and scorer error; an adversarial block; and the per-item rows.
+// When the run has repeats it also reduces each scorer over each item's
+// repeats (pass@k, pass^k) and lists the flaky items ([RepeatStats]); it
+// counts cache hits.
 // [FromStore] builds the same report streamed from a [evalrun.RunStore].
 //
 // The arithmetic is fixed so that two tools can agree on it (see
@@ -18,7 +21,7 @@
 //     last bucket;
 //   - a number that cannot be computed (no scores) is nil, JSON null, never 0.
 //
-// Renderers: [WriteJSON] (the versioned contract, schema_version 1, validated
+// Renderers: [WriteJSON] (the versioned contract, schema_version 2, validated
 // against docs/report.schema.json in tests), [WriteMarkdown] (PR comments and
 // CI step summaries), [WriteJUnit] (one test case per item) and
 // [WriteTerminal] (an aligned summary for people).
