@@ -79,6 +79,7 @@ func TestInterruptAndResume(t *testing.T) {
 	var once sync.Once
 	var blocking = true
 	var mu sync.Mutex
+	srv.mu.Lock()
 	srv.hold = func(r *http.Request, n int) {
 		mu.Lock()
 		b := blocking
@@ -88,6 +89,7 @@ func TestInterruptAndResume(t *testing.T) {
 			<-r.Context().Done()
 		}
 	}
+	srv.mu.Unlock()
 	cmd := e.command("run", "suite.yaml", "-o", "partial.json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -126,11 +128,13 @@ func TestInterruptAndResume(t *testing.T) {
 
 	mu.Lock()
 	blocking = false
+	mu.Unlock()
+	srv.mu.Lock()
 	seenBefore := map[string]int{}
 	for k, v := range srv.seen {
 		seenBefore[k] = v
 	}
-	mu.Unlock()
+	srv.mu.Unlock()
 	r := e.run("run", "--resume", id, "-o", "full.json", "-q")
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
@@ -148,12 +152,12 @@ func TestInterruptAndResume(t *testing.T) {
 		}
 	}
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
 	for id := range done {
 		if srv.seen[id] != seenBefore[id] {
 			t.Errorf("item %s was finished before the interrupt but requested again on resume", id)
 		}
 	}
+	srv.mu.Unlock()
 }
 
 func TestMalformedDatasetStoresNothing(t *testing.T) {
@@ -171,8 +175,11 @@ func TestMalformedDatasetStoresNothing(t *testing.T) {
 	st := e.openStore()
 	ds, _ := st.ListDatasets(context.Background())
 	runs, _ := st.ListRuns(context.Background(), evalrun.RunFilter{})
-	if len(ds) != 0 || len(runs) != 0 || srv.n != 0 {
-		t.Errorf("something was stored or called: %d datasets, %d runs, %d requests", len(ds), len(runs), srv.n)
+	srv.mu.Lock()
+	requests := srv.n
+	srv.mu.Unlock()
+	if len(ds) != 0 || len(runs) != 0 || requests != 0 {
+		t.Errorf("something was stored or called: %d datasets, %d runs, %d requests", len(ds), len(runs), requests)
 	}
 }
 
