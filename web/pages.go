@@ -100,8 +100,43 @@ func (s *Server) report(ctx context.Context, run *evalrun.Run) (*report.Report, 
 	}
 	return s.reports.get(ctx, s.bgCtx, run.ID, fp, run.Status.Done(), s.opts.RefreshInterval,
 		func(ctx context.Context) (*report.Report, error) {
+			if rs, ok := s.store.(ReportStore); ok && run.Status.Done() {
+				rep, err := storedReport(ctx, rs, run)
+				if err == nil || !errors.Is(err, evalrun.ErrNotFound) {
+					return rep, err
+				}
+			}
 			return report.FromStore(ctx, s.store, run.ID, report.WithoutItems())
 		})
+}
+
+// ReportStore is an optional ability of a store: keeping the final JSON
+// report of a finished run (as report.WriteJSON writes it, with or without
+// item rows), so that the viewer reads one value instead of scanning every
+// result. A store that implements it is asked first for finished runs; when
+// it answers evalrun.ErrNotFound, the report is built from the results.
+type ReportStore interface {
+	// GetReportJSON returns the stored report of the run, or an error
+	// wrapping evalrun.ErrNotFound.
+	GetReportJSON(ctx context.Context, runID string) ([]byte, error)
+}
+
+// storedReport reads a stored report, used only when it matches the run
+// record (a resumed run gets a new one).
+func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*report.Report, error) {
+	data, err := rs.GetReportJSON(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := report.ReadJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("stored report of run %s: %w", run.ID, err)
+	}
+	if rep.Run.ID != run.ID || rep.Run.Status != run.Status || rep.Run.Succeeded != run.Succeeded || rep.Run.Failed != run.Failed {
+		return nil, fmt.Errorf("stored report of run %s is stale: %w", run.ID, evalrun.ErrNotFound)
+	}
+	rep.Items = nil
+	return rep, nil
 }
 
 // runRow is a line of the runs list.

@@ -51,6 +51,10 @@ type Options struct {
 	ListWait time.Duration
 	// PageSize is the number of items per page; 0 means 50.
 	PageSize int
+	// Prewarm is the number of newest runs whose reports are computed in
+	// the background as soon as the server starts, so that their first
+	// page view is served from memory; 0 means none.
+	Prewarm int
 }
 
 // Server is the viewer's [http.Handler]. It is safe for concurrent use.
@@ -68,6 +72,8 @@ type Server struct {
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
+	// prewarmed is closed when the Prewarm reports are computed.
+	prewarmed chan struct{}
 }
 
 // New returns the viewer of store. It reads the store only.
@@ -111,7 +117,27 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	s.reports = newMemo[*report.Report](opts.CacheSize, opts.Clock, sem)
 	s.compares = newMemo[*compareView](max(opts.CacheSize/4, 4), opts.Clock, sem)
 	s.routes()
+	s.prewarmed = make(chan struct{})
+	go s.prewarm(opts.Prewarm)
 	return s, nil
+}
+
+// prewarm computes the reports of the n newest runs in the background.
+func (s *Server) prewarm(n int) {
+	defer close(s.prewarmed)
+	if n <= 0 {
+		return
+	}
+	runs, err := s.store.ListRuns(s.bgCtx, evalrun.RunFilter{Limit: n})
+	if err != nil {
+		s.log.Warn("web: prewarm: list runs", "err", err)
+		return
+	}
+	for _, run := range runs {
+		if _, err := s.report(s.bgCtx, run); err != nil && s.bgCtx.Err() == nil {
+			s.log.Warn("web: prewarm", "run", run.ID, "err", err)
+		}
+	}
 }
 
 // Close cancels the reports being computed in the background. The handler

@@ -520,3 +520,65 @@ func TestListenAndServeRefusesPublicAddr(t *testing.T) {
 		t.Fatalf("ListenAndServe on 0.0.0.0 without token = %v, want ErrInvalid", err)
 	}
 }
+
+func TestPrewarm(t *testing.T) {
+	st := &countingStore{Store: inmem.New()}
+	seed(t, st)
+	b := setupStore(t, st, Options{Prewarm: 1})
+	<-b.srv.prewarmed
+	if n := st.scans.Load(); n != 1 {
+		t.Fatalf("prewarm of the newest run: %d scans, want 1", n)
+	}
+	b.mustGet(t, "/runs/"+runB, http.StatusOK)
+	if n := st.scans.Load(); n != 1 {
+		t.Fatalf("page of a prewarmed run: %d scans, want 1 (served from memory)", n)
+	}
+}
+
+// reportStore keeps reports in memory, as a store implementing ReportStore
+// would in a table.
+type reportStore struct {
+	*countingStore
+	reports map[string][]byte
+}
+
+func (s *reportStore) GetReportJSON(_ context.Context, runID string) ([]byte, error) {
+	if r, ok := s.reports[runID]; ok {
+		return r, nil
+	}
+	return nil, evalrun.ErrNotFound
+}
+
+func TestStoredReport(t *testing.T) {
+	st := &reportStore{countingStore: &countingStore{Store: inmem.New()}, reports: map[string][]byte{}}
+	seed(t, st)
+	ctx := context.Background()
+	rep, err := report.FromStore(ctx, st, runB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.MacroPassRate = fptr(0.123) // a marker: proves the stored report is served
+	var buf strings.Builder
+	if err := report.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	st.reports[runB] = []byte(buf.String())
+	st.scans.Store(0)
+	b := setupStore(t, st, Options{})
+	contains(t, "run page from a stored report", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, "12.3%")
+	if n := st.scans.Load(); n != 0 {
+		t.Fatalf("%d scans with a stored report, want 0", n)
+	}
+	// No stored report for A: built from the results.
+	contains(t, "run page without a stored report", b.mustGet(t, "/runs/"+runA, http.StatusOK).body, "100.0%")
+	if n := st.scans.Load(); n != 1 {
+		t.Fatalf("%d scans, want 1", n)
+	}
+	// A stale stored report (the run was resumed) is ignored.
+	run, _ := st.GetRun(ctx, runB)
+	run.Succeeded = 6
+	if err := st.UpdateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	lacks(t, "stale stored report", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, "12.3%")
+}
