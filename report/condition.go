@@ -43,7 +43,7 @@ func (o Op) holds(a, b float64) bool {
 }
 
 // scorerMetrics are the metrics that take a scorer name.
-var scorerMetrics = []string{"pass_rate", "mean", "p50", "p95", "errors", "count"}
+var scorerMetrics = []string{"pass_rate", "mean", "p50", "p95", "errors", "count", "pass_at_k", "pass_all_k", "flaky"}
 
 // runMetrics are the metrics without arguments.
 var runMetrics = []string{"total", "succeeded", "failed", "skipped", "failed_rate",
@@ -59,6 +59,7 @@ var runMetrics = []string{"total", "succeeded", "failed", "skipped", "failed_rat
 //	run-metric    = total | succeeded | failed | skipped | failed_rate
 //	              | persist_errors | macro_pass_rate | errors
 //	scorer-metric = pass_rate | mean | p50 | p95 | errors | count
+//	              | pass_at_k | pass_all_k | flaky
 //	scorer    = a name without ")" (spaces around it trimmed), or a
 //	            double-quoted Go string
 //	op        = "<" | "<=" | ">" | ">=" | "==" | "!="
@@ -66,8 +67,10 @@ var runMetrics = []string{"total", "succeeded", "failed", "skipped", "failed_rat
 //
 // Rates (pass_rate, failed_rate, macro_pass_rate) are fractions in [0,1];
 // failed_rate is failed/total. The bare errors is failed plus every
-// scorer's errors. A condition whose metric is null (no scores, or a total
-// of 0) counts as breached: a gate that cannot be checked must not pass.
+// scorer's errors. pass_at_k, pass_all_k and flaky (the scorer's flaky
+// count) come from the scorer's [RepeatStats] and are null without
+// repeats. A condition whose metric is null (no scores, or a total of 0)
+// counts as breached: a gate that cannot be checked must not pass.
 type Condition struct {
 	// Source is the condition as written, spaces trimmed.
 	Source string
@@ -323,6 +326,17 @@ func metricValue(c Condition, rep *Report) *float64 {
 			return f(s.Errors)
 		case "count":
 			return f(s.Count)
+		}
+		if s.RepeatStats == nil {
+			return nil // pass_at_k, pass_all_k and flaky need repeats
+		}
+		switch c.Metric {
+		case "pass_at_k":
+			return s.PassAtK
+		case "pass_all_k":
+			return s.PassAllK
+		case "flaky":
+			return f(s.FlakyCount)
 		}
 		return nil
 	}

@@ -332,3 +332,34 @@ func TestCompareWithRepeats(t *testing.T) {
 		t.Errorf("comparison schema_version = %d, want 1", c.SchemaVersion)
 	}
 }
+
+// TestRepeatConditions gates on the repeat reducers; without repeats they
+// are null, so a condition on them is breached.
+func TestRepeatConditions(t *testing.T) {
+	rep := Build(repeatsRun(), repeatsResults())
+	plain := fixtureReport(t)
+	for _, tt := range []struct {
+		cond          string
+		value         *float64
+		breached      bool
+		breachedPlain bool
+	}{
+		{"pass_all_k(judge) < 0.6", evalrun.Float64(0.5), true, true},
+		{"pass_all_k(exact) >= 25%", evalrun.Float64(0.25), true, true},
+		{"pass_at_k(exact) < 0.7", evalrun.Float64(0.75), false, true},
+		{"flaky(exact) > 2", evalrun.Float64(3), true, true},
+		{"flaky(judge) > 2", evalrun.Float64(1), false, true},
+	} {
+		c, err := ParseCondition(tt.cond)
+		if err != nil {
+			t.Fatalf("ParseCondition(%q): %v", tt.cond, err)
+		}
+		v, breached := c.Eval(rep)
+		if v == nil || *v != *tt.value || breached != tt.breached {
+			t.Errorf("%s on the repeats report = %v, %v; want %v, %v", tt.cond, v, breached, *tt.value, tt.breached)
+		}
+		if v, breached := c.Eval(plain); v != nil || breached != tt.breachedPlain {
+			t.Errorf("%s without repeats = %v, %v; want null, breached", tt.cond, v, breached)
+		}
+	}
+}
