@@ -1,5 +1,303 @@
 package river
 
-const envWorker = "EVALRUN_RIVER_TEST_WORKER"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-func workerProcessMain() int { return 0 }
+	"github.com/jackc/pgx/v5"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/postgres"
+)
+
+// The test binary becomes a worker process when envWorker names it; the
+// other variables configure it.
+const (
+	envWorker      = "EVALRUN_RIVER_TEST_WORKER"
+	envWorkerDB    = "EVALRUN_RIVER_TEST_DB"
+	envConcurrency = "EVALRUN_RIVER_TEST_CONCURRENCY"
+	envRescue      = "EVALRUN_RIVER_TEST_RESCUE_AFTER"
+)
+
+// workerProcessMain runs a worker until SIGTERM, then stops it gracefully.
+// It prints "ready" once the worker has started.
+func workerProcessMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	store, err := postgres.Open(ctx, os.Getenv(envWorkerDB))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer store.Close()
+	concurrency, _ := strconv.Atoi(os.Getenv(envConcurrency))
+	rescue, _ := time.ParseDuration(os.Getenv(envRescue))
+	w, err := NewWorker(ctx, store, &testBuilder{store: store}, WorkerOptions{
+		ID:          os.Getenv(envWorker),
+		Concurrency: concurrency,
+		RescueAfter: rescue,
+		StopTimeout: 10 * time.Second,
+		testOnly:    true,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := w.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	<-ctx.Done()
+	if err := w.Stop(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// workerProcess is a worker running in a child process.
+type workerProcess struct {
+	id     string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{} // closed once the process exited
+	err    error         // the exit error, once done
+}
+
+// wait waits for the process to exit and returns its exit error.
+func (p *workerProcess) wait() error {
+	<-p.done
+	return p.err
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startWorkerProcess re-executes the test binary as a worker and waits
+// until it is ready. Cleanup kills it if it still runs.
+func startWorkerProcess(t testing.TB, dbURL, id string, concurrency int, rescueAfter time.Duration) *workerProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerDB+"="+dbURL,
+		envConcurrency+"="+strconv.Itoa(concurrency), envRescue+"="+rescueAfter.String())
+	p := &workerProcess{id: id, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if sc.Text() == "ready" && !ok {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("worker %s exited before it was ready: %s", id, p.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("worker %s not ready after 60s: %s", id, p.stderr)
+	}
+	return p
+}
+
+// Three worker processes run a 1,000-item run; the leader among them is
+// killed with SIGKILL mid-run with jobs in flight. River rescues its jobs,
+// the two others finish them, and the run completes with exactly 1,000
+// results and exact counts.
+func TestThreeWorkerProcessesSurviveSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: waits for River's rescuer (up to ~45 s)")
+	}
+	b := setup(t, 50*time.Millisecond)
+	const n = 1000
+	items := b.importItems(t, "big", inputs("q", n))
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	procs := map[string]*workerProcess{}
+	for i := range 3 {
+		id := fmt.Sprintf("worker-%d", i)
+		procs[id] = startWorkerProcess(t, b.url, id, 10, 2*time.Second)
+	}
+	var leader string
+	waitFor(t, 30*time.Second, "a River leader", func() (bool, error) {
+		err := b.store.Pool().QueryRow(ctx, `SELECT leader_id FROM river_leader`).Scan(&leader)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	victim := procs[leader]
+	if victim == nil {
+		t.Fatalf("leader %q is not one of the workers", leader)
+	}
+
+	run := b.enqueue(t, "big", items, runConfig{})
+	type waited struct {
+		s   *evalrun.Summary
+		err error
+	}
+	waitc := make(chan waited, 1)
+	var progressCalls int
+	go func() {
+		s, err := b.coord.Wait(ctx, run.ID, WaitOptions{Progress: func(evalrun.Progress) { progressCalls++ }})
+		waitc <- waited{s, err}
+	}()
+
+	// Kill the leader once 300 results are in and it is running jobs.
+	runningOf := func(id string) ([]int64, error) {
+		rows, err := b.store.Pool().Query(ctx, `SELECT id FROM river_job WHERE state = 'running'
+			AND args->>'run_id' = $1 AND attempted_by[array_length(attempted_by, 1)] = $2`, run.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	waitFor(t, 60*time.Second, "300 results", b.resultsAtLeast(run.ID, 300))
+	waitFor(t, 30*time.Second, "jobs in flight on the leader", func() (bool, error) {
+		ids, err := runningOf(victim.id)
+		return len(ids) > 0, err
+	})
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.wait(); err == nil {
+		t.Fatal("the killed worker exited cleanly")
+	}
+	orphans, err := runningOf(victim.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orphans) == 0 {
+		t.Fatal("the killed worker left no job running: it was not killed mid-item")
+	}
+	doneAtKill, _, _ := b.store.CountResults(ctx, run.ID)
+	t.Logf("killed %s with %d jobs in flight, %d results stored", victim.id, len(orphans), doneAtKill)
+
+	w := <-waitc
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	s := w.s
+	if s.Status != evalrun.RunCompleted || s.Total != n || s.Succeeded != n || s.Failed != 0 || s.Skipped != 0 || s.ScorerErrors != 0 {
+		t.Fatalf("summary = %+v, want %d succeeded", s, n)
+	}
+	if progressCalls < 2 {
+		t.Errorf("progress reported %d times, want several", progressCalls)
+	}
+	// Exactly one result per item.
+	seen := make([]int, n)
+	if err := b.store.ScanResultKeys(ctx, run.ID, func(k evalrun.ResultKey) error {
+		if k.Index < 0 || k.Index >= n || k.Repeat != 0 {
+			return fmt.Errorf("unexpected result key %+v", k)
+		}
+		seen[k.Index]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Errorf("item %d has %d results", i, c)
+		}
+	}
+	var rows, distinct int
+	if err := b.store.Pool().QueryRow(ctx, `SELECT COUNT(*), COUNT(DISTINCT (idx, rep)) FROM results WHERE run_id = $1`, run.ID).Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || distinct != n {
+		t.Errorf("results table: %d rows, %d distinct keys; want %d", rows, distinct, n)
+	}
+	stored, err := b.store.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunCompleted || stored.Succeeded != n || stored.Failed != 0 || stored.Skipped != 0 {
+		t.Errorf("stored run = %+v, want completed with %d succeeded", stored, n)
+	}
+	// The orphaned jobs were rescued and finished elsewhere; only they may
+	// have called the target twice.
+	var rescued int
+	if err := b.store.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE id = ANY($1) AND attempt >= 2
+		AND attempted_by[array_length(attempted_by, 1)] <> $2`, orphans, victim.id).Scan(&rescued); err != nil {
+		t.Fatal(err)
+	}
+	if rescued != len(orphans) {
+		t.Errorf("%d of the %d orphaned jobs were finished by another worker", rescued, len(orphans))
+	}
+	twice := 0
+	for i := range n {
+		if c := b.target.callsOf(fmt.Sprintf("q-%d", i)); c == 0 {
+			t.Errorf("item q-%d was never executed", i)
+		} else if c > 1 {
+			twice++
+		}
+	}
+	if twice > len(orphans) {
+		t.Errorf("%d items were executed more than once, but only %d jobs were orphaned", twice, len(orphans))
+	}
+
+	// The survivors stop gracefully on SIGTERM.
+	for id, p := range procs {
+		if p == victim {
+			continue
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.wait(); err != nil {
+			t.Errorf("worker %s after SIGTERM: %v\n%s", id, err, p.stderr)
+		}
+	}
+}

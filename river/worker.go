@@ -60,10 +60,10 @@ type WorkerOptions struct {
 	Queues []string
 	// RescueAfter is how long a job may be running before River makes it
 	// available again (its worker is presumed dead); 0 means
-	// DefaultRescueAfter. Keep it above the longest item_timeout: a live
-	// job rescued early runs twice (its result is still stored once). The
-	// elected leader among the workers applies its own value, so give
-	// every worker the same.
+	// DefaultRescueAfter. A job's context is cancelled after 90% of it
+	// (River's job timeout; the job then returns to the queue), so keep it
+	// well above the longest item_timeout plus scoring. The elected leader
+	// among the workers applies its own value: give every worker the same.
 	RescueAfter time.Duration
 	// StopTimeout is the grace period of Stop: in-flight jobs get this
 	// long to finish before their context is cancelled (they then return
@@ -153,10 +153,12 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		queues[q] = river.QueueConfig{MaxWorkers: opts.Concurrency}
 	}
 	client, err := newClient(store.Pool(), &river.Config{
-		ID:                   opts.ID,
-		Queues:               queues,
-		Workers:              workers,
-		JobTimeout:           -1, // the engine's item_timeout bounds an item
+		ID:      opts.ID,
+		Queues:  queues,
+		Workers: workers,
+		// River rescues only jobs with a finite timeout; past it River
+		// cancels the job's context, and it goes back to the queue.
+		JobTimeout:           opts.RescueAfter * 9 / 10,
 		RescueStuckJobsAfter: opts.RescueAfter,
 		MaxAttempts:          opts.MaxAttempts,
 		FetchCooldown:        opts.FetchCooldown,
