@@ -48,11 +48,11 @@ func main() {
 }
 
 type config struct {
-	repo, bin, tmp, cpuprofile, target string
-	extra                              []string
-	reps                               int
-	timeout                            time.Duration
-	keep                               bool
+	repo, bin, tmp, profile, target string
+	extra                           []string
+	reps                            int
+	timeout                         time.Duration
+	keep                            bool
 }
 
 func run() error {
@@ -63,7 +63,7 @@ func run() error {
 	flag.IntVar(&c.reps, "reps", envInt("REPS", 1), "runs per workload; the line gives medians (default $REPS or 1)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
-	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "pass --cpuprofile DIR/<workload>.pprof to evalrun run (the last rep's profile is kept)")
+	flag.StringVar(&c.profile, "profile", "", "build bench/cmd/evalrunprof (evalrun with profiles) and write DIR/<workload>.cpu.pprof and .heap.pprof (the last rep's)")
 	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions) or http (its /echo)")
 	flag.StringVar(&extra, "args", "", "extra arguments for evalrun run, space-separated")
 	flag.Usage = func() {
@@ -103,18 +103,22 @@ func run() error {
 	if c.bin == "" {
 		c.bin = filepath.Join(tmp, "evalrun")
 		fmt.Fprintln(os.Stderr, "# building evalrun")
-		cmd := exec.Command("go", "build", "-o", c.bin, "./cmd/evalrun")
+		pkg := "./cmd/evalrun"
+		if c.profile != "" {
+			pkg = "./bench/cmd/evalrunprof"
+		}
+		cmd := exec.Command("go", "build", "-o", c.bin, pkg)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = c.repo, os.Stderr, os.Stderr
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("building evalrun: %w", err)
 		}
 	}
-	if c.cpuprofile != "" {
-		if c.cpuprofile, err = filepath.Abs(c.cpuprofile); err != nil {
+	if c.profile != "" {
+		if c.profile, err = filepath.Abs(c.profile); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(c.cpuprofile, 0o755); err != nil {
+		if err := os.MkdirAll(c.profile, 0o755); err != nil {
 			return err
 		}
 	}
@@ -186,9 +190,6 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	if !w.Retain {
 		args = append(args, "--no-retain")
 	}
-	if c.cpuprofile != "" {
-		args = append(args, "--cpuprofile", filepath.Join(c.cpuprofile, w.Name+".pprof"))
-	}
 	args = append(args, c.extra...)
 	stdout, err := os.Create(filepath.Join(dir, fmt.Sprintf("stdout-%d.txt", rep)))
 	if err != nil {
@@ -204,6 +205,11 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, &stderr
 	cmd.Env = append(os.Environ(), "BENCH_MOCK_API_KEY=sk-mock", "OPENAI_API_KEY=sk-mock")
+	if c.profile != "" {
+		cmd.Env = append(cmd.Env, "EVALRUN_MEMSTATS=1",
+			"EVALRUN_CPUPROFILE="+filepath.Join(c.profile, w.Name+".cpu.pprof"),
+			"EVALRUN_HEAPPROFILE="+filepath.Join(c.profile, w.Name+".heap.pprof"))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
@@ -211,6 +217,9 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	res.Wall = time.Since(start)
 	res.MockCPU = selfCPU() - selfBefore
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-%d.txt", rep)), stderr.Bytes(), 0o644)
+	if m := memstatsLine.FindString(stderr.String()); m != "" {
+		fmt.Fprintf(os.Stderr, "# %s: %s\n", w.Name, m)
+	}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -239,6 +248,8 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	}
 	return res, nil
 }
+
+var memstatsLine = regexp.MustCompile(`evalrunprof: peak heap.*`)
 
 var runIDLine = regexp.MustCompile(`(?m)^run (\S+)`)
 
