@@ -92,13 +92,19 @@ func fingerprint(run *evalrun.Run) string {
 		run.PersistErrors, run.CompletedAt.UnixNano(), run.Error)
 }
 
+// reportFP is the fingerprint of run's cached report: the record of a
+// finished run; only the status of a running one, whose counts move (its
+// report is refreshed by age).
+func reportFP(run *evalrun.Run) string {
+	if !run.Status.Done() {
+		return string(run.Status)
+	}
+	return fingerprint(run)
+}
+
 // report returns the report (without item rows) of run, cached.
 func (s *Server) report(ctx context.Context, run *evalrun.Run) (*report.Report, error) {
-	fp := fingerprint(run)
-	if !run.Status.Done() {
-		fp = string(run.Status) // a running run's counts move: refresh by age
-	}
-	return s.reports.get(ctx, s.bgCtx, run.ID, fp, run.Status.Done(), s.opts.RefreshInterval,
+	return s.reports.get(ctx, s.bgCtx, run.ID, reportFP(run), run.Status.Done(), s.opts.RefreshInterval,
 		func(ctx context.Context) (*report.Report, error) {
 			if rs, ok := s.store.(ReportStore); ok && run.Status.Done() {
 				rep, err := storedReport(ctx, rs, run)
@@ -334,7 +340,7 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 	if q.Below != nil {
 		v.Below = strconv.FormatFloat(*q.Below, 'g', -1, 64)
 	}
-	if rep, ok := s.reports.cached(run.ID, fingerprint(run)); ok {
+	if rep, ok := s.reports.cached(run.ID, reportFP(run)); ok {
 		for _, c := range rep.Cohorts {
 			if c.Tag != nil {
 				v.Tags = append(v.Tags, *c.Tag)
@@ -446,7 +452,7 @@ func (v *compareView) Side(ch report.ItemChange) [2]*report.ItemRow {
 // compare returns the comparison of run b against run a, cached.
 func (s *Server) compare(ctx context.Context, a, b *evalrun.Run) (*compareView, error) {
 	done := a.Status.Done() && b.Status.Done()
-	fp := fingerprint(a) + "/" + fingerprint(b)
+	fp := reportFP(a) + "/" + reportFP(b)
 	return s.compares.get(ctx, s.bgCtx, a.ID+"\x00"+b.ID, fp, done, s.opts.RefreshInterval,
 		func(ctx context.Context) (*compareView, error) {
 			ra, err := report.FromStore(ctx, s.store, a.ID)

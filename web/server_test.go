@@ -582,3 +582,11 @@ func TestStoredReport(t *testing.T) {
 	}
 	lacks(t, "stale stored report", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, "12.3%")
 }
+
+func TestItemsTagSuggestions(t *testing.T) {
+	b := setup(t, Options{})
+	lacks(t, "items page before the report", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body, `<datalist id="tags">`)
+	b.mustGet(t, "/runs/"+runB, http.StatusOK) // computes the report
+	contains(t, "items page after the report", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body,
+		`<datalist id="tags"><option value="billing"></option><option value="login"></option><option value="refund"></option></datalist>`)
+}
