@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evalrun/evalrun"
+)
+
+// bundle is a test's directory, database and environment.
+type bundle struct {
+	t   *testing.T
+	dir string
+	db  string
+	env []string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	b := &bundle{t: t, dir: dir, db: "sqlite:" + filepath.Join(dir, "db.sqlite")}
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	return b
+}
+
+func (b *bundle) write(name, content string) string {
+	b.t.Helper()
+	p := filepath.Join(b.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	return p
+}
+
+// main runs the CLI with buffers; tweak adjusts the state first.
+func (b *bundle) main(ctx context.Context, tweak func(*State), args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	st := &State{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Env: b.env,
+		CancelPoll: time.Hour, ProgressEvery: time.Hour, Now: time.Now}
+	if tweak != nil {
+		tweak(st)
+	}
+	code = st.Main(ctx, args)
+	return code, out.String(), errb.String()
+}
+
+func (b *bundle) run(args ...string) (int, string, string) {
+	return b.main(context.Background(), nil, args...)
+}
+
+const data3 = `{"id": "a", "input": "x", "expected_output": "x", "metadata": {"tags": ["t1"]}}
+{"id": "b", "input": "y", "expected_output": "z", "metadata": {"tags": ["t2"]}}
+{"id": "c", "input": "w", "expected_output": "w"}
+`
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errFailed, 1},
+		{errors.New("disk full"), 1},
+		{fmt.Errorf("x: %w", evalrun.ErrInvalid), 2},
+		{fmt.Errorf("x: %w", evalrun.ErrNotFound), 2},
+		{usageError(errors.New("unknown flag")), 2},
+		{fmt.Errorf("run: %w", ErrInterrupted), 130},
+		{quietExit(ExitFailed, errFailed), 1},
+		{quietExit(ExitInterrupted, ErrInterrupted), 130},
+	} {
+		if got := ExitCode(tc.err); got != tc.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	b := setup(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, `evalrun: unknown command "bogus" for "evalrun"`},
+		{[]string{"run"}, `evalrun: evalrun run: missing SUITE.yaml (usage: evalrun run SUITE.yaml [flags])`},
+		{[]string{"run", "x.yaml", "--concurrency", "many"}, `evalrun: invalid argument "many" for "--concurrency" flag`},
+		{[]string{"dataset", "import", "d"}, `evalrun: evalrun dataset import: missing FILE`},
+		{[]string{"runs", "show", "nope"}, `evalrun: run nope not found (evalrun runs list shows the runs)`},
+		{[]string{"run", "missing.yaml"}, `evalrun: invalid: suite file: open missing.yaml: no such file or directory`},
+		{[]string{"report", "x", "-o", "report.pdf"}, `evalrun: -o report.pdf: cannot tell the format from the extension`},
+		{[]string{"runs", "list", "--db", "mysql://x"}, `evalrun: --db "mysql://x": unknown storage (use sqlite:PATH or postgres://user@host/db)`},
+	} {
+		code, _, stderr := b.run(tc.args...)
+		if code != 2 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	b := setup(t)
+	var walk func(path []string)
+	walk = func(path []string) {
+		code, out, _ := b.run(append(path, "--help")...)
+		if code != 0 || !strings.Contains(out, "Examples:") {
+			t.Errorf("evalrun %s --help: exit %d, no examples:\n%s", strings.Join(path, " "), code, out)
+		}
+	}
+	for _, p := range [][]string{{}, {"run"}, {"dataset"}, {"dataset", "import"}, {"dataset", "list"}, {"dataset", "show"},
+		{"dataset", "versions"}, {"dataset", "export"}, {"runs"}, {"runs", "list"}, {"runs", "show"}, {"runs", "cancel"},
+		{"report"}, {"compare"}, {"version"}} {
+		walk(p)
+	}
+	code, out, _ := b.run("completion", "bash")
+	if code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
+	}
+}
+
+func TestDatasetCommands(t *testing.T) {
+	b := setup(t)
+	f := b.write("d.jsonl", data3)
+	code, out, errs := b.run("dataset", "import", "d", f)
+	if code != 0 || out != "dataset d: version 1 (3 items: 3 added, 0 changed, 0 removed)\n" {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	if _, out, _ = b.run("dataset", "import", "d", f); out != "dataset d: unchanged, version 1 (3 items)\n" {
+		t.Errorf("second import: %q", out)
+	}
+	b.write("d.jsonl", data3+`{"id": "d", "input": "v"}`+"\n")
+	b.run("dataset", "import", "d", f)
+
+	var list []datasetJSON
+	_, out, _ = b.run("dataset", "list", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].LatestVersion != 2 || list[0].ItemCount != 4 {
+		t.Errorf("dataset list --json: %v %s", err, out)
+	}
+	var versions []versionJSON
+	_, out, _ = b.run("dataset", "versions", "d", "--json")
+	if err := json.Unmarshal([]byte(out), &versions); err != nil || len(versions) != 2 || versions[1].Added != 1 {
+		t.Errorf("dataset versions --json: %v %s", err, out)
+	}
+	var show struct {
+		Version int             `json:"version"`
+		Items   []*evalrun.Item `json:"items"`
+	}
+	_, out, _ = b.run("dataset", "show", "d", "--version", "1", "--json")
+	if err := json.Unmarshal([]byte(out), &show); err != nil || show.Version != 1 || len(show.Items) != 3 || show.Items[1].ID != "b" {
+		t.Errorf("dataset show --json: %v %s", err, out)
+	}
+	if code, _, errs := b.run("dataset", "show", "d", "--version", "7"); code != 2 || !strings.Contains(errs, "has no version 7") {
+		t.Errorf("show of a missing version: %d %s", code, errs)
+	}
+	_, out, _ = b.run("dataset", "export", "d", "--version", "1")
+	if out != strings.ReplaceAll(strings.ReplaceAll(data3, ": ", ":"), ", ", ",") {
+		t.Errorf("export:\n%s\nwant the file compacted:\n%s", out, data3)
+	}
+}
