@@ -67,7 +67,7 @@ func run() error {
 	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions) or http (its /echo)")
 	flag.StringVar(&extra, "args", "", "extra arguments for evalrun run, space-separated")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: workload [flags] [W1 W2 W3 W4]\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: workload [flags] [W1 W2 W3 W4 W4F]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -82,12 +82,15 @@ func run() error {
 	for _, name := range flag.Args() {
 		w, ok := Find(name)
 		if !ok {
-			return fmt.Errorf("unknown workload %q (known: W1 W2 W3 W4)", name)
+			return fmt.Errorf("unknown workload %q (known: W1 W2 W3 W4 W4F)", name)
 		}
 		ws = append(ws, w)
 	}
 	if len(ws) == 0 {
-		ws = Workloads
+		for _, name := range Default {
+			w, _ := Find(name)
+			ws = append(ws, w)
+		}
 	}
 
 	tmp, err := os.MkdirTemp("", "evalrun-bench-")

@@ -27,6 +27,8 @@ type Workload struct {
 	Retain     bool
 	MaxRetries int
 	RetryDelay time.Duration
+	// Fixed turns the engine's adaptive concurrency off (adaptive: false).
+	Fixed bool
 	// Goal describes what must hold, for the reader of the output.
 	Goal string
 }
@@ -50,7 +52,14 @@ var Workloads = []Workload{
 		Mock:   mock.Config{Latency: 50 * time.Millisecond, P429: 0.05, P500: 0.05, RetryAfter: time.Second, Seed: 4},
 		Scorer: "exact_match", Retain: true, MaxRetries: 5, RetryDelay: 100 * time.Millisecond,
 		Goal: "every item succeeds, peak in-flight <= 20"},
+	{Name: "W4F", Items: 1000, Concurrency: 20,
+		Mock:   mock.Config{Latency: 50 * time.Millisecond, P429: 0.05, P500: 0.05, RetryAfter: time.Second, Seed: 4},
+		Scorer: "exact_match", Retain: true, MaxRetries: 5, RetryDelay: 100 * time.Millisecond, Fixed: true,
+		Goal: "W4 with adaptive: false (for comparison; not in the default set)"},
 }
+
+// Default names the workloads run when none is named.
+var Default = []string{"W1", "W2", "W3", "W4"}
 
 // Find returns the workload of that name (case-insensitive).
 func Find(name string) (Workload, bool) {
@@ -108,5 +117,8 @@ func Suite(w Workload, kind, base, datasetFile string) string {
 		fmt.Fprintf(&b, "  retry_delay: %s\n", w.RetryDelay)
 	}
 	fmt.Fprintf(&b, "  retain_results: %t\n", w.Retain)
+	if w.Fixed {
+		b.WriteString("  adaptive: false\n")
+	}
 	return b.String()
 }

@@ -43,7 +43,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestDatasetAndSuite(t *testing.T) {
-	w := Workload{Name: "WX", Items: 5, Concurrency: 3, Scorer: "contains", MaxRetries: 2, RetryDelay: 100 * time.Millisecond}
+	w := Workload{Name: "WX", Items: 5, Concurrency: 3, Scorer: "contains", MaxRetries: 2, RetryDelay: 100 * time.Millisecond, Fixed: true}
 	path := filepath.Join(t.TempDir(), "data.jsonl")
 	if err := WriteDataset(path, w); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,10 @@ func TestDatasetAndSuite(t *testing.T) {
 	}
 
 	s := Suite(w, "openai", "http://127.0.0.1:1", path)
-	for _, want := range []string{"file: data.jsonl", "kind: openai", "base_url: http://127.0.0.1:1/v1", "- contains", "concurrency: 3", "max_retries: 2", "retry_delay: 100ms", "retain_results: false"} {
+	if h := Suite(w, "http", "http://127.0.0.1:1", path); !strings.Contains(h, "url: http://127.0.0.1:1/echo") || !strings.Contains(h, "output: output") {
+		t.Errorf("http suite:\n%s", h)
+	}
+	for _, want := range []string{"file: data.jsonl", "kind: openai", "base_url: http://127.0.0.1:1/v1", "- contains", "concurrency: 3", "max_retries: 2", "retry_delay: 100ms", "retain_results: false", "adaptive: false"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("suite lacks %q:\n%s", want, s)
 		}
