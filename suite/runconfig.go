@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -287,3 +289,17 @@ var (
 	refPattern = regexp.MustCompile(`\$\{[^}]*\}`)
 	schemeWord = regexp.MustCompile(`^(?i)(bearer|basic|token|apikey|key)[:=]?$`)
 )
+
+// CacheKey identifies the target's effective configuration for the
+// response cache: a hash of the target section as stored (references
+// unexpanded, literal secrets redacted, overrides applied), so changing a
+// parameter misses the cache while a new secret value does not.
+func (s *Suite) CacheKey() string {
+	var tree any
+	if t := findValue(s.raw, "target"); t != nil {
+		_ = t.Decode(&tree)
+	}
+	b, _ := json.Marshal(redact(jsonable(tree), ""))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -174,6 +174,9 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	stopWatch := st.watchCancel(runCtx, store, rec.ID, cancelRun)
 	opts := p.suite.Execution.EngineOptions()
 	opts.Resume = p.resume
+	if c, ok := store.(evalrun.ResponseCache); ok && p.suite.Execution.Cache {
+		opts.Cache, opts.CacheKey = c, p.suite.CacheKey()
+	}
 	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
 	opts.Progress = prog.update
 	sum, err := engine.Run(runCtx, store, engine.Spec{Run: rec, Items: p.items, Target: p.target,

@@ -233,3 +233,23 @@ func TestRunSelectionAndOverrides(t *testing.T) {
 		}
 	}
 }
+
+// With execution.cache, a second identical run calls the target for
+// nothing.
+func TestCacheAvoidsSecondCalls(t *testing.T) {
+	b := setup(t)
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+	data, _ := os.ReadFile(suite)
+	b.write("suite.yaml", strings.Replace(string(data), "execution: {concurrency: 1}", "execution: {concurrency: 1, cache: true}", 1))
+	for i := range 2 {
+		if code, _, errs := b.run("run", suite, "-q"); code != 0 {
+			t.Fatalf("run %d: exit %d %s", i, code, errs)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.n != 3 {
+		t.Errorf("the target got %d requests over two cached runs of 3 items, want 3", srv.n)
+	}
+}
