@@ -128,7 +128,7 @@ func (q ItemQuery) Values() url.Values {
 	return v
 }
 
-// sortScorer returns the scorer of a score sort and whether it is
+// sortKey returns the scorer of a score sort (or latency) and whether it is
 // descending.
 func (q ItemQuery) sortKey() (scorer string, latency, desc bool) {
 	s := q.Sort
@@ -190,7 +190,7 @@ func scoreOf(r *evalrun.ItemResult, scorer string) *evalrun.ScorerResult {
 	return nil
 }
 
-// ItemPage is one page of a run's results.
+// itemPage is one page of a run's results.
 type itemPage struct {
 	Results []*evalrun.ItemResult
 	// Total is the number of matching results; -1 when unknown (an
