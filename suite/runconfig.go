@@ -303,3 +303,13 @@ func (s *Suite) CacheKey() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// SelectionOf returns the item selection stored in a run config (see
+// [Suite.RunConfig]) without building the suite.
+func SelectionOf(raw json.RawMessage) (Selection, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat {
+		return Selection{}, fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
+	}
+	return rc.Selection, nil
+}

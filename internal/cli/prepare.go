@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -104,7 +105,7 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		}
 		version = d.LatestVersion
 	}
-	if p.items, err = selectItems(cmd, store, name, version, s.Selection); err != nil {
+	if p.items, err = selectItems(ctx, store, name, version, s.Selection); err != nil {
 		return nil, err
 	}
 
@@ -153,10 +154,10 @@ func (st *State) importDataset(cmd *cobra.Command, store evalrun.Store, s *suite
 }
 
 // selectItems reads the version's items and keeps the selection's.
-func selectItems(cmd *cobra.Command, store evalrun.Store, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
+func selectItems(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
 	var items []*evalrun.Item
 	total := 0
-	err := store.ScanItems(cmd.Context(), name, version, func(it *evalrun.Item) error {
+	err := store.ScanItems(ctx, name, version, func(it *evalrun.Item) error {
 		total++
 		if len(sel.Tags) > 0 && !slices.ContainsFunc(it.Tags(), func(t string) bool { return slices.Contains(sel.Tags, t) }) {
 			return nil

@@ -253,3 +253,35 @@ func TestCacheAvoidsSecondCalls(t *testing.T) {
 		t.Errorf("the target got %d requests over two cached runs of 3 items, want 3", srv.n)
 	}
 }
+
+// A worker rebuilds a stored run from its record alone, with its own
+// environment.
+func TestRunBuilder(t *testing.T) {
+	b := setup(t)
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+	_, _, stderr := b.run("run", suite, "-q", "--tag", "t2", "--tag", "t1")
+	id := strings.Fields(stderr)[1]
+	st, err := openStore(context.Background(), b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := &RunBuilder{Store: st}
+	items, err := rb.Items(context.Background(), run)
+	if err != nil || len(items) != 2 || items[0].ID != "a" || items[1].ID != "b" {
+		t.Fatalf("Items: %v %v", items, err)
+	}
+	target, scorers, opts, err := rb.Build(context.Background(), run)
+	if err != nil || target == nil || len(scorers) != 1 || scorers[0].Name() != "exact_match" || opts.Concurrency != 1 {
+		t.Fatalf("Build: %v %v %+v %v", target, scorers, opts, err)
+	}
+	out, err := target.Execute(context.Background(), items[0])
+	if err != nil || string(out.Value) != `"x"` {
+		t.Errorf("rebuilt target: %s %v", out.Value, err)
+	}
+}
