@@ -70,6 +70,17 @@ type ResponseCache interface {
 	PutCached(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
+// ReportStore keeps the final JSON report of a finished run, so that
+// viewers read one value instead of scanning every result. Stores
+// implement it as an optional capability, found by type assertion.
+type ReportStore interface {
+	// PutReportJSON stores (or replaces) the report of a run.
+	PutReportJSON(ctx context.Context, runID string, report []byte) error
+	// GetReportJSON returns the stored report of a run, or an error
+	// wrapping ErrNotFound.
+	GetReportJSON(ctx context.Context, runID string) ([]byte, error)
+}
+
 // Store is a complete storage backend.
 type Store interface {
 	DatasetStore
