@@ -178,7 +178,7 @@ type bundle struct {
 
 // setup creates the bundle; it checks for leaked goroutines at cleanup.
 // Without TEST_DATABASE_URL the test is skipped.
-func setup(t *testing.T, latency time.Duration) *bundle {
+func setup(t testing.TB, latency time.Duration) *bundle {
 	t.Helper()
 	pgtest.Require(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })

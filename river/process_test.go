@@ -28,6 +28,8 @@ const (
 	envWorkerDB    = "EVALRUN_RIVER_TEST_DB"
 	envConcurrency = "EVALRUN_RIVER_TEST_CONCURRENCY"
 	envRescue      = "EVALRUN_RIVER_TEST_RESCUE_AFTER"
+	envCooldown    = "EVALRUN_RIVER_TEST_FETCH_COOLDOWN"
+	envPoll        = "EVALRUN_RIVER_TEST_FETCH_POLL"
 )
 
 // workerProcessMain runs a worker until SIGTERM, then stops it gracefully.
@@ -43,12 +45,16 @@ func workerProcessMain() int {
 	defer store.Close()
 	concurrency, _ := strconv.Atoi(os.Getenv(envConcurrency))
 	rescue, _ := time.ParseDuration(os.Getenv(envRescue))
+	cooldown, _ := time.ParseDuration(os.Getenv(envCooldown))
+	poll, _ := time.ParseDuration(os.Getenv(envPoll))
 	w, err := NewWorker(ctx, store, &testBuilder{store: store}, WorkerOptions{
-		ID:          os.Getenv(envWorker),
-		Concurrency: concurrency,
-		RescueAfter: rescue,
-		StopTimeout: 10 * time.Second,
-		testOnly:    true,
+		ID:                os.Getenv(envWorker),
+		Concurrency:       concurrency,
+		RescueAfter:       rescue,
+		FetchCooldown:     cooldown,
+		FetchPollInterval: poll,
+		StopTimeout:       10 * time.Second,
+		testOnly:          true,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -102,11 +108,12 @@ func (s *syncBuffer) String() string {
 
 // startWorkerProcess re-executes the test binary as a worker and waits
 // until it is ready. Cleanup kills it if it still runs.
-func startWorkerProcess(t testing.TB, dbURL, id string, concurrency int, rescueAfter time.Duration) *workerProcess {
+func startWorkerProcess(t testing.TB, dbURL, id string, concurrency int, rescueAfter time.Duration, env ...string) *workerProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerDB+"="+dbURL,
 		envConcurrency+"="+strconv.Itoa(concurrency), envRescue+"="+rescueAfter.String())
+	cmd.Env = append(cmd.Env, env...)
 	p := &workerProcess{id: id, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()

@@ -25,7 +25,7 @@ const (
 	DefaultRescueAfter   = 15 * time.Minute
 	DefaultStopTimeout   = 30 * time.Second
 	DefaultMaxAttempts   = 10
-	DefaultFetchCooldown = 20 * time.Millisecond
+	DefaultFetchCooldown = 10 * time.Millisecond
 	DefaultFetchPoll     = time.Second
 	// DefaultCachedRuns is how many runs a worker keeps built at once.
 	DefaultCachedRuns = 8
@@ -41,8 +41,9 @@ const (
 // (suite.FromRunConfig), expanding ${VAR} from the worker's environment.
 type Builder interface {
 	// Build returns the run's target, scorers and engine options
-	// (item_timeout, retries, repeat, strict…). Concurrency and the
-	// writer's options are ignored: River's concurrency applies.
+	// (item_timeout, retries, repeat, strict, adaptive, cache…).
+	// Concurrency and the writer's options are ignored: the worker's
+	// concurrency applies.
 	Build(ctx context.Context, run *evalrun.Run) (evalrun.Target, []evalrun.Scorer, engine.Options, error)
 	// Items returns the run's items in run order: a job's index is a
 	// position in this list. It must return the same list to every worker,
@@ -218,6 +219,10 @@ func (w *Worker) build(ctx context.Context, runID string) (*runState, error) {
 	}
 	st := &runState{run: rec, target: target, scorers: scorers, strict: opts.Strict}
 	opts.Logger = cmpLogger(opts.Logger, w.opts.Logger)
+	// The pipeline's cap on target calls in flight (adaptive unless the
+	// suite fixed it) is this worker's concurrency: River's slots bound the
+	// jobs, the suite's concurrency applies to local runs only.
+	opts.Concurrency = w.opts.Concurrency
 	p, err := engine.NewPipeline(target, scorers, opts)
 	if err != nil {
 		st.close()
