@@ -55,6 +55,7 @@ type resultKey struct{ index, repeat int }
 type runRec struct {
 	info    evalrun.Run
 	results map[resultKey]*evalrun.ItemResult
+	report  []byte // the stored final report (ReportStore); nil: none
 }
 
 // New returns an empty store.

@@ -12,7 +12,7 @@ import (
 
 // TestMigrateFromVersion1 opens a database left at schema version 1 with a
 // run in it: Open applies the later migrations, the run reads back with
-// concurrency 0, and the new columns and the response cache work.
+// concurrency 0, the new columns, the response cache and the stored reports work.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	all, err := loadMigrations(migrationFS)
@@ -61,5 +61,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	if v, ok, err := s.GetCached(ctx, "k"); err != nil || !ok || string(v) != "v" {
 		t.Fatalf("GetCached after the migration = %q, %v, %v", v, ok, err)
+	}
+	if err := s.PutReportJSON(ctx, "old", []byte(`{"run":{"id":"old"}}`)); err != nil {
+		t.Fatalf("PutReportJSON of a run stored before the migration: %v", err)
+	}
+	if v, err := s.GetReportJSON(ctx, "old"); err != nil || string(v) != `{"run":{"id":"old"}}` {
+		t.Fatalf("GetReportJSON after the migration = %q, %v", v, err)
 	}
 }

@@ -26,7 +26,8 @@ type ItemRowCounter interface {
 
 // Run runs the conformance suite. open must return a new, empty store for
 // each call; the suite closes it. Stores must also implement
-// [evalrun.ResponseCache], [ItemRowCounter] and [CacheClock]. Subtests run in parallel. In -short mode
+// [evalrun.ResponseCache], [evalrun.ReportStore], [ItemRowCounter] and
+// [CacheClock]. Subtests run in parallel. In -short mode
 // the large re-import uses 2,000 items instead of 100,000.
 func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 	t.Helper()
@@ -68,6 +69,9 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"CacheExpiry", testCacheExpiry},
 		{"CacheLarge", testCacheLarge},
 		{"CacheConcurrent", testCacheConcurrent},
+		{"ReportRoundTrip", testReportRoundTrip},
+		{"ReportReplace", testReportReplace},
+		{"ReportMissing", testReportMissing},
 		{"CloseTwice", testCloseTwice},
 	}
 	for _, tt := range tests {
