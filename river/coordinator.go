@@ -1,6 +1,7 @@
 package river
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -223,11 +224,8 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 			return nil, fmt.Errorf("wait for run %s: %w", runID, err)
 		}
 		if done {
-			var cause error
-			if cancelled {
-				cause = ErrCanceled
-			}
-			return c.finalize(ctx, runID, cancelled, cause, wo)
+			// A cancel from elsewhere keeps the canceller's reason.
+			return c.finalize(ctx, runID, cancelled, nil, wo)
 		}
 		select {
 		case <-ctx.Done():
@@ -415,7 +413,7 @@ func (c *Coordinator) finalize(ctx context.Context, runID string, cancelled bool
 	case skipped > 0 && (cancelled || rec.Status == evalrun.RunCanceled):
 		status, runErr = evalrun.RunCanceled, cause
 		if runErr == nil {
-			runErr = ErrCanceled
+			runErr = cmp.Or(recordedError(rec.Error), ErrCanceled)
 		}
 	case skipped > 0:
 		status = evalrun.RunFailed

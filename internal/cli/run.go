@@ -99,7 +99,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown or junit (standard output and -o files without a known extension)")
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
-	fl.BoolVar(&f.distributed, "distributed", false, "enqueue the items for evalrun worker processes (PostgreSQL; not available yet)")
+	fl.BoolVar(&f.distributed, "distributed", false, "enqueue the items for evalrun worker processes and wait (PostgreSQL; see evalrun worker --help)")
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
 	return cmd
 }
@@ -140,7 +140,7 @@ func (f *runFlags) overrides(cmd *cobra.Command) suite.Overrides {
 func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	ctx := cmd.Context()
 	if f.distributed {
-		return invalidf("--distributed is not available in this build yet: run without it")
+		return st.runDistributed(cmd, path, f)
 	}
 	stdoutFormat, files, err := reportTargets(f.format, f.outFiles)
 	if err != nil {

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/postgres"
+	"github.com/evalrun/evalrun/report"
+	"github.com/evalrun/evalrun/river"
+	"github.com/evalrun/evalrun/suite"
+)
+
+// errNeedsPostgres is the error of distributed mode on another store.
+const errNeedsPostgres = "distributed mode needs PostgreSQL (--db postgres://…)"
+
+// runDistributed is evalrun run --distributed: the run record and one job
+// per item are enqueued in one transaction for evalrun worker processes;
+// this process waits, shows progress, finalizes the run and reports like a
+// local run. With --resume it re-attaches to a distributed run whose
+// coordinator died. Ctrl-C cancels the run (queued jobs deleted, running
+// ones signalled).
+func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) error {
+	ctx := cmd.Context()
+	if f.outputs != "" {
+		return invalidf("--outputs cannot be used with --distributed: saved outputs are scored locally")
+	}
+	stdoutFormat, files, err := reportTargets(f.format, f.outFiles)
+	if err != nil {
+		return err
+	}
+	store, err := st.openStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return invalidf(errNeedsPostgres)
+	}
+	p, err := st.prepareRun(cmd, store, path, f)
+	if err != nil {
+		return err
+	}
+	defer p.suite.Close()
+	coord, err := river.NewCoordinator(ctx, pg, river.CoordinatorOptions{})
+	if err != nil {
+		return err
+	}
+
+	rec := p.record
+	opts := p.suite.Execution.EngineOptions()
+	verb := "re-attached"
+	if !p.resume {
+		if rec, err = coord.Enqueue(ctx, engine.Spec{Run: rec, Items: p.items, Target: p.target,
+			Scorers: p.suite.Scorers(), Options: opts}); err != nil {
+			return err
+		}
+		verb = "enqueued"
+	}
+	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s), distributed\n", rec.ID, verb,
+		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name)
+	if p.datasetNote != "" {
+		fmt.Fprintln(st.Stderr, p.datasetNote)
+	}
+	if !p.resume {
+		fmt.Fprintf(st.Stderr, "waiting for evalrun worker processes%s; Ctrl-C cancels the run\n", p.dbFlag)
+	}
+
+	prog := st.newProgress(rec.Total, f.quiet)
+	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update})
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	bg := context.WithoutCancel(ctx)
+	rep, err := report.FromStore(bg, store, rec.ID)
+	if err != nil {
+		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
+	}
+	cause := context.Cause(ctx)
+	if sum.Err != nil && sum.Err.Error() == errCanceled.Error() {
+		cause = errCanceled
+	}
+	writeErr := st.writeReports(rep, stdoutFormat, files)
+	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
+}
+
+// suiteBuilder rebuilds a run's suite from its stored config for a worker,
+// expanding ${VAR} from the worker's own environment.
+type suiteBuilder struct {
+	st    *State
+	store *postgres.Store
+}
+
+var _ river.Builder = (*suiteBuilder)(nil)
+
+// Build implements river.Builder.
+func (b *suiteBuilder) Build(_ context.Context, run *evalrun.Run) (evalrun.Target, []evalrun.Scorer, engine.Options, error) {
+	s, err := suite.FromRunConfig(run.Config, suite.Options{Env: b.st.lookupEnv(), Deps: modelDeps()})
+	if err != nil {
+		return nil, nil, engine.Options{}, err
+	}
+	opts := s.Execution.EngineOptions()
+	if s.Execution.Cache {
+		opts.Cache, opts.CacheKey = b.store, s.CacheKey()
+	}
+	return &suiteTarget{Target: s.Target(), s: s}, s.Scorers(), opts, nil
+}
+
+// Items implements river.Builder: the pinned version with the run's stored
+// selection, as the coordinator selected them.
+func (b *suiteBuilder) Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.Item, error) {
+	sel, err := suite.SelectionOf(run.Config)
+	if err != nil {
+		return nil, err
+	}
+	return selectItems(ctx, b.store, run.Dataset, run.DatasetVersion, sel)
+}
+
+// suiteTarget is a suite's target whose Close releases the whole suite.
+type suiteTarget struct {
+	evalrun.Target
+	s *suite.Suite
+}
+
+// Close closes the suite (its target and scorers).
+func (t *suiteTarget) Close() error { return t.s.Close() }

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evalrun/evalrun/postgres/pgtest"
+)
+
+// Distributed mode and workers refuse SQLite with a clear message.
+func TestDistributedNeedsPostgres(t *testing.T) {
+	b := setup(t)
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+	for _, args := range [][]string{{"run", suite, "--distributed"}, {"worker"}} {
+		code, _, stderr := b.run(args...)
+		if code != ExitUsage || !strings.Contains(stderr, "distributed mode needs PostgreSQL (--db postgres://") {
+			t.Errorf("evalrun %s: exit %d, stderr %q; want 2 and the PostgreSQL message", strings.Join(args, " "), code, stderr)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.n != 0 {
+		t.Errorf("the target was called %d times", srv.n)
+	}
+}
+
+// run --distributed with a worker gives the report and exit code of a
+// local run of the same suite.
+func TestDistributedRunMatchesLocal(t *testing.T) {
+	pgtest.Require(t)
+	b := setup(t)
+	b.db = pgtest.NewDatabase(t)
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+
+	ctx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan int, 1)
+	var workerErr string
+	go func() {
+		code, _, stderr := b.main(ctx, nil, "worker", "--concurrency", "2")
+		workerErr = stderr
+		workerDone <- code
+	}()
+
+	localJSON, distJSON := filepath.Join(b.dir, "local.json"), filepath.Join(b.dir, "dist.json")
+	localCode, _, localErr := b.run("run", suite, "-o", localJSON)
+	distCode, _, distErr := b.run("run", suite, "--distributed", "-o", distJSON)
+	stopWorker()
+	if code := <-workerDone; code != ExitOK {
+		t.Errorf("worker exit %d after its context ended: %s", code, workerErr)
+	}
+	if localCode != ExitOK || distCode != localCode {
+		t.Fatalf("exit codes: local %d, distributed %d; want both 0\nlocal: %s\ndistributed: %s", localCode, distCode, localErr, distErr)
+	}
+	if !strings.Contains(distErr, "enqueued") {
+		t.Errorf("distributed stderr does not say the run was enqueued: %s", distErr)
+	}
+	type rep struct {
+		Run struct {
+			Status                   string
+			Total, Succeeded, Failed int
+			Skipped                  int
+		}
+		Scorers map[string]struct {
+			Count    int
+			PassRate *float64 `json:"pass_rate"`
+		}
+	}
+	read := func(path string) rep {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r rep
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	l, d := read(localJSON), read(distJSON)
+	if d.Run != l.Run || d.Run.Status != "completed" || d.Run.Total != 3 {
+		t.Errorf("distributed run %+v, local run %+v", d.Run, l.Run)
+	}
+	ls, ds := l.Scorers["exact_match"], d.Scorers["exact_match"]
+	if ds.Count != ls.Count || ds.PassRate == nil || ls.PassRate == nil || *ds.PassRate != *ls.PassRate {
+		t.Errorf("exact_match: distributed %+v, local %+v", ds, ls)
+	}
+}
