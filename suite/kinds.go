@@ -28,6 +28,9 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 		p.targetProblem(n, path, err)
 		return nil, ""
 	}
+	if path == "target" {
+		p.suite.chatPlan = newChatPlan(cfg)
+	}
 	name := cfg.Model
 	if v := p.value(raw, "model"); v != nil {
 		name = v.Value
@@ -94,7 +97,7 @@ func (p *parser) guard(n *yaml.Node, path string) *target.Guard {
 	ok := p.fields(n, path, guardKeys, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "scorer":
-			g.Scorer = p.scorer(v, path+".scorer", p.deps())
+			g.Scorer, _ = p.scorer(v, path+".scorer", p.deps())
 		case "min":
 			var f float64
 			if v.Kind != yaml.ScalarNode || v.Decode(&f) != nil || f < 0 || f > 1 {
@@ -126,7 +129,7 @@ func buildScorerTarget(p *parser, path string, n, _ *yaml.Node) (evalrun.Target,
 		p.ps.at(n, path+".scorer", "e.g. scorer: {kind: llm_judge, rubric: ...}", "missing")
 		return nil, ""
 	}
-	s := p.scorer(v, path+".scorer", p.deps())
+	s, _ := p.scorer(v, path+".scorer", p.deps())
 	if s == nil {
 		return nil, ""
 	}

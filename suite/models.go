@@ -1,7 +1,11 @@
 package suite
 
 import (
+	"context"
+	"encoding/json"
+
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/cache"
 	"github.com/evalrun/evalrun/openai"
 	"github.com/evalrun/evalrun/retry"
 	"github.com/evalrun/evalrun/scorer"
@@ -11,7 +15,8 @@ import (
 // deps returns the scorer dependencies: Options.Deps, with the suite's
 // directory as BaseDir, the execution's retry policy as the default for
 // model calls, and OpenAI-compatible models (package openai, API keys from
-// the suite's environment) where Options.Deps sets no factory.
+// the suite's environment) where Options.Deps sets no factory. With
+// Options.Cache set, judge models are wrapped with the response cache.
 func (p *parser) deps() scorer.Deps {
 	d := p.opts.Deps
 	d.BaseDir = p.suite.Dir
@@ -25,7 +30,53 @@ func (p *parser) deps() scorer.Deps {
 	if d.Embedder == nil {
 		d.Embedder = p.embedder
 	}
+	if c := p.opts.Cache; c != nil {
+		factory := d.ChatModel
+		d.ChatModel = func(mc scorer.ModelConfig) (evalrun.ChatModel, error) {
+			m, err := factory(mc)
+			if err != nil {
+				return nil, err
+			}
+			return &cachedJudge{model: m, cache: c, config: judgeConfig(mc), suite: p.suite}, nil
+		}
+	}
 	return d
+}
+
+// judgeConfig identifies a judge model's effective configuration for the
+// response cache: its model and base URL, never its API key (nor the
+// variable naming it), so rotating a key keeps the cache.
+func judgeConfig(mc scorer.ModelConfig) string {
+	base := mc.BaseURL
+	if base == "" {
+		base = openai.DefaultBaseURL
+	}
+	b, _ := json.Marshal(struct {
+		Model   string `json:"model"`
+		BaseURL string `json:"base_url"`
+	}{mc.Model, base})
+	return string(b)
+}
+
+// cachedJudge is a judge model behind the response cache while the
+// suite's Execution.Cache is on. It reads Execution at every call, so the
+// order of keys in the file and CLI overrides applied after parsing both
+// count (and so does execution.cache_ttl).
+type cachedJudge struct {
+	model  evalrun.ChatModel
+	cache  evalrun.ResponseCache
+	config string
+	suite  *Suite
+}
+
+// Chat answers from the cache when it is on and holds the request's
+// reply, else calls the model (storing a successful reply when on).
+func (j *cachedJudge) Chat(ctx context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
+	e := j.suite.Execution
+	if !e.Cache {
+		return j.model.Chat(ctx, req)
+	}
+	return cache.ChatModel(j.model, j.cache, j.config, e.CacheTTL, nil).Chat(ctx, req)
 }
 
 // modelConfig turns a scorer's model selection into the openai config.

@@ -29,7 +29,7 @@ var (
 	rootKeys      = []string{"name", "dataset", "target", "scorers", "execution", "fail_on"}
 	datasetKeys   = []string{"name", "file", "version"}
 	executionKeys = []string{"concurrency", "item_timeout", "attempt_timeout", "repeat", "cache",
-		"adaptive", "max_retries", "retry_delay", "retain_results", "strict"}
+		"cache_ttl", "adaptive", "max_retries", "retry_delay", "retain_results", "strict"}
 )
 
 func (p *parser) parse(root *yaml.Node) {
@@ -207,6 +207,8 @@ func (p *parser) execution(n *yaml.Node) {
 			e.Repeat = orKeep(p.integer(v, path, 1))(e.Repeat)
 		case "cache":
 			e.Cache = orKeep(p.boolean(v, path))(e.Cache)
+		case "cache_ttl":
+			e.CacheTTL = orKeep(p.duration(v, path))(e.CacheTTL)
 		case "adaptive":
 			e.Adaptive = orKeep(p.boolean(v, path))(e.Adaptive)
 		case "max_retries":

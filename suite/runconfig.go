@@ -45,6 +45,15 @@ type Overrides struct {
 	Repeat        *int
 	Strict        *bool
 	RetainResults *bool
+	// AttemptTimeout replaces execution.attempt_timeout (0: none).
+	AttemptTimeout *time.Duration
+	// Cache replaces execution.cache (--cache, --no-cache).
+	Cache *bool
+	// CacheTTL replaces execution.cache_ttl (0: cached responses never
+	// expire).
+	CacheTTL *time.Duration
+	// Adaptive replaces execution.adaptive (--no-adaptive).
+	Adaptive *bool
 	// Rate replaces target.rate_limit ("N/s" or "N/m").
 	Rate *string
 }
@@ -91,6 +100,28 @@ func (s *Suite) Apply(o Overrides) error {
 		}
 		e.RetryDelay = *o.RetryDelay
 		s.setRaw("execution", "retry_delay", e.RetryDelay.String(), "!!str")
+	}
+	if o.AttemptTimeout != nil {
+		if *o.AttemptTimeout < 0 {
+			return bad("attempt-timeout", *o.AttemptTimeout, "must not be negative (0 means none)")
+		}
+		e.AttemptTimeout = *o.AttemptTimeout
+		s.setRaw("execution", "attempt_timeout", e.AttemptTimeout.String(), "!!str")
+	}
+	if o.CacheTTL != nil {
+		if *o.CacheTTL < 0 {
+			return bad("cache-ttl", *o.CacheTTL, "must not be negative (0 means cached responses never expire)")
+		}
+		e.CacheTTL = *o.CacheTTL
+		s.setRaw("execution", "cache_ttl", e.CacheTTL.String(), "!!str")
+	}
+	if o.Cache != nil {
+		e.Cache = *o.Cache
+		s.setRaw("execution", "cache", strconv.FormatBool(e.Cache), "!!bool")
+	}
+	if o.Adaptive != nil {
+		e.Adaptive = *o.Adaptive
+		s.setRaw("execution", "adaptive", strconv.FormatBool(e.Adaptive), "!!bool")
 	}
 	if o.Strict != nil {
 		e.Strict = *o.Strict

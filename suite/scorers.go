@@ -52,7 +52,7 @@ func (p *parser) scorers(n *yaml.Node) {
 	seen := map[string]string{}
 	for i, e := range n.Content {
 		path := fmt.Sprintf("scorers[%d]", i)
-		s := p.scorer(e, path, deps)
+		s, kind := p.scorer(e, path, deps)
 		if s == nil {
 			continue
 		}
@@ -67,6 +67,7 @@ func (p *parser) scorers(n *yaml.Node) {
 		}
 		seen[s.Name()] = path
 		p.suite.scorers = append(p.suite.scorers, s)
+		p.suite.scorerKinds = append(p.suite.scorerKinds, kind)
 		if c, ok := s.(evalrun.Closer); ok {
 			p.suite.closers = append(p.suite.closers, c)
 		}
@@ -74,8 +75,9 @@ func (p *parser) scorers(n *yaml.Node) {
 	p.scorersOK = len(p.ps.list) == before
 }
 
-// scorer builds one entry; nil when it has problems (recorded).
-func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) evalrun.Scorer {
+// scorer builds one entry and returns it with its kind; nil when it has
+// problems (recorded).
+func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Scorer, string) {
 	kindNode := e
 	switch e.Kind {
 	case yaml.ScalarNode:
@@ -90,14 +92,14 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) evalrun.Sco
 		kindNode = p.value(e, "kind")
 		if kindNode == nil {
 			p.ps.at(e, path+".kind", "known kinds: "+strings.Join(scorer.Kinds(), ", "), "missing")
-			return nil
+			return nil, ""
 		}
 		if !ok {
-			return nil
+			return nil, ""
 		}
 	default:
 		p.ps.at(e, path, "write a kind (- exact_match) or a mapping with kind:", "must be a kind or a mapping, got %s", kindName(e))
-		return nil
+		return nil, ""
 	}
 	kindPath := path
 	if e.Kind == yaml.MappingNode {
@@ -109,19 +111,19 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) evalrun.Sco
 			hint = s + " " + hint
 		}
 		p.ps.at(kindNode, kindPath, hint, "unknown scorer kind %q", kind)
-		return nil
+		return nil, ""
 	}
 	var cfg scorer.Config
 	if err := e.Decode(&cfg); err != nil {
 		p.scorerProblem(e, path, err)
-		return nil
+		return nil, ""
 	}
 	s, err := scorer.New(cfg, deps)
 	if err != nil {
 		p.scorerProblem(e, path, err)
-		return nil
+		return nil, ""
 	}
-	return s
+	return s, cfg.Kind
 }
 
 // scorerProblem reports a scorer.ConfigError at its key.

@@ -47,7 +47,11 @@ type Suite struct {
 	limited   evalrun.Target // target behind RateLimit, made by Target
 	limitedAt target.Rate
 	scorers   []evalrun.Scorer
-	closers   []evalrun.Closer
+	// scorerKinds are the scorers' kinds, in the same order.
+	scorerKinds []string
+	// chatPlan describes an openai target's requests (dry runs).
+	chatPlan *ChatPlan
+	closers  []evalrun.Closer
 	// raw is the document's root mapping with ${VAR} references
 	// unexpanded, CLI overrides applied: what a run record stores.
 	raw *yaml.Node
@@ -73,11 +77,13 @@ type Execution struct {
 	AttemptTimeout time.Duration
 	Repeat         int
 	Cache          bool
-	Adaptive       bool
-	MaxRetries     int
-	RetryDelay     time.Duration
-	RetainResults  bool
-	Strict         bool
+	// CacheTTL is how long a cached response is kept; 0: forever.
+	CacheTTL      time.Duration
+	Adaptive      bool
+	MaxRetries    int
+	RetryDelay    time.Duration
+	RetainResults bool
+	Strict        bool
 }
 
 // DefaultExecution returns the execution options of a suite that sets none.
@@ -104,6 +110,11 @@ type Options struct {
 	// Deps are handed to scorer.New (the model factories of llm_judge and
 	// embedding_similarity). BaseDir is set to the suite's directory.
 	Deps scorer.Deps
+	// Cache, when set, is the response cache judge models use while the
+	// suite's Execution.Cache is on (checked at every call, so overrides
+	// applied after parsing count). The CLI passes the store when it
+	// implements [evalrun.ResponseCache].
+	Cache evalrun.ResponseCache
 }
 
 // Target returns the suite's target, rate limited when the suite or an
@@ -204,8 +215,9 @@ func parseRoot(root *yaml.Node, file, dir string, opts Options) (*Suite, error) 
 	return s, nil
 }
 
-// EngineOptions returns the engine options of e (the fields the engine
-// has; cache and adaptive are not engine options yet).
+// EngineOptions returns the engine options of e. The response cache
+// itself (Options.Cache and CacheKey) is the caller's to set when e.Cache
+// is on; CacheTTL is set here.
 func (e Execution) EngineOptions() engine.Options {
 	delay := e.RetryDelay
 	if delay == 0 {
@@ -220,6 +232,7 @@ func (e Execution) EngineOptions() engine.Options {
 		Repeat:         e.Repeat,
 		DiscardResults: !e.RetainResults,
 		Strict:         e.Strict,
+		CacheTTL:       e.CacheTTL,
 		// Adaptive concurrency is the engine's default.
 		FixedConcurrency: !e.Adaptive,
 	}

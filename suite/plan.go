@@ -1,0 +1,70 @@
+package suite
+
+import (
+	"strings"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/openai"
+	"github.com/evalrun/evalrun/target"
+)
+
+// ChatPlan describes the requests of an openai target, for estimates made
+// without calling anything (evalrun run --dry-run).
+type ChatPlan struct {
+	// Model is the target's model name.
+	Model string
+	// MaxTokens is max_tokens (or params.max_completion_tokens); 0 when
+	// neither is set.
+	MaxTokens int
+	// Price is the target's price table; nil when it has none.
+	Price *openai.Price
+
+	system, prompt *target.Template
+}
+
+// Prompt returns the text the target sends for item: its system message
+// (when set) and its user message, rendered from the suite's templates.
+func (c *ChatPlan) Prompt(item *evalrun.Item) (string, error) {
+	var parts []string
+	for _, t := range []*target.Template{c.system, c.prompt} {
+		if t == nil {
+			continue
+		}
+		s, err := t.Render(item)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// newChatPlan returns the plan of a validated openai target config.
+func newChatPlan(cfg openai.ChatTargetConfig) *ChatPlan {
+	c := &ChatPlan{Model: cfg.Model, MaxTokens: cfg.MaxTokens, Price: cfg.Price}
+	if c.MaxTokens == 0 {
+		switch v := cfg.Params["max_completion_tokens"].(type) {
+		case int:
+			c.MaxTokens = v
+		case float64:
+			c.MaxTokens = int(v)
+		}
+	}
+	if cfg.System != "" {
+		c.system, _ = target.ParseTemplate("system", cfg.System)
+	}
+	text := cfg.Prompt
+	if text == "" {
+		text = openai.DefaultPrompt
+	}
+	c.prompt, _ = target.ParseTemplate("prompt", text)
+	return c
+}
+
+// ChatPlan returns the plan of the suite's target when it is an openai
+// target (kind: openai), nil for every other kind.
+func (s *Suite) ChatPlan() *ChatPlan { return s.chatPlan }
+
+// ScorerKinds returns the kinds of the suite's scorers, in file order (the
+// order of [Suite.ScorerNames]).
+func (s *Suite) ScorerKinds() []string { return s.scorerKinds }
