@@ -48,7 +48,7 @@ func main() {
 }
 
 type config struct {
-	repo, bin, tmp, profile, target string
+	repo, rev, bin, tmp, profile, target string
 	extra                           []string
 	reps                            int
 	timeout                         time.Duration
@@ -59,6 +59,7 @@ func run() error {
 	var c config
 	var extra string
 	flag.StringVar(&c.repo, "repo", ".", "the evalrun module to build")
+	flag.StringVar(&c.rev, "rev", "", "build this git revision (git archive into the temporary folder) instead of the working tree")
 	flag.StringVar(&c.bin, "evalrun", "", "use this evalrun binary instead of building one")
 	flag.IntVar(&c.reps, "reps", envInt("REPS", 1), "runs per workload; the line gives medians (default $REPS or 1)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
@@ -110,8 +111,14 @@ func run() error {
 		if c.profile != "" {
 			pkg = "./bench/cmd/evalrunprof"
 		}
+		src := c.repo
+		if c.rev != "" {
+			if src, err = export(c.repo, c.rev, tmp); err != nil {
+				return err
+			}
+		}
 		cmd := exec.Command("go", "build", "-o", c.bin, pkg)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = c.repo, os.Stderr, os.Stderr
+		cmd.Dir, cmd.Stdout, cmd.Stderr = src, os.Stderr, os.Stderr
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("building evalrun: %w", err)
@@ -144,6 +151,21 @@ func run() error {
 		return errors.New("some run exited non-zero (see its line's rc)")
 	}
 	return nil
+}
+
+// export writes the tree of git revision rev of repo into tmp/src.
+func export(repo, rev, tmp string) (string, error) {
+	dst := filepath.Join(tmp, "src")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	fmt.Fprintln(os.Stderr, "# exporting", rev)
+	cmd := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, rev, dst)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w", rev, err)
+	}
+	return dst, nil
 }
 
 // runWorkload runs w c.reps times against a fresh in-process mock and
@@ -199,14 +221,14 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 		return Result{}, err
 	}
 	defer stdout.Close()
-	var stderr bytes.Buffer
+	stderr := &firstWrite{}
 
 	res := Result{Load1: load1()}
 	selfBefore := selfCPU()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, &stderr
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, stderr
 	cmd.Env = append(os.Environ(), "BENCH_MOCK_API_KEY=sk-mock", "OPENAI_API_KEY=sk-mock")
 	if c.profile != "" {
 		cmd.Env = append(cmd.Env, "EVALRUN_MEMSTATS=1",
@@ -216,9 +238,11 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
+	stderr.start = start
 	err = cmd.Run()
 	res.Wall = time.Since(start)
 	res.MockCPU = selfCPU() - selfBefore
+	res.Setup = stderr.first
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-%d.txt", rep)), stderr.Bytes(), 0o644)
 	if m := memstatsLine.FindString(stderr.String()); m != "" {
 		fmt.Fprintf(os.Stderr, "# %s: %s\n", w.Name, m)
@@ -335,9 +359,27 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// firstWrite collects a process's standard error and when its first
+// bytes came (evalrun's "run <ID> started" line: start-up, store opening
+// and dataset import are done by then).
+type firstWrite struct {
+	bytes.Buffer
+	start time.Time
+	first time.Duration
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.Len() == 0 && len(p) > 0 {
+		w.first = time.Since(w.start)
+	}
+	return w.Buffer.Write(p)
+}
+
 // Result is one measured run, or the median of several.
 type Result struct {
-	Wall                       time.Duration
+	Wall time.Duration
+	// Setup is the time to evalrun's first line on stderr.
+	Setup                      time.Duration
 	RSSMB, CPU, MockCPU        float64
 	MockRequests, PeakInFlight int64
 	Status                     map[string]int64
@@ -370,6 +412,7 @@ func Median(runs []Result) Result {
 		return vs[len(vs)/2]
 	}
 	m.Wall = time.Duration(pick(func(r Result) float64 { return float64(r.Wall) }))
+	m.Setup = time.Duration(pick(func(r Result) float64 { return float64(r.Setup) }))
 	m.RSSMB = pick(func(r Result) float64 { return r.RSSMB })
 	m.CPU = pick(func(r Result) float64 { return r.CPU })
 	m.MockCPU = pick(func(r Result) float64 { return r.MockCPU })
@@ -397,7 +440,7 @@ func (r Result) Line(w Workload) string {
 	} else {
 		b.WriteString(" ideal_s=0 ratio=-")
 	}
-	fmt.Fprintf(&b, " cpu_s=%.2f mock_cpu_s=%.2f mock_requests=%d peak_inflight=%d", r.CPU, r.MockCPU, r.MockRequests, r.PeakInFlight)
+	fmt.Fprintf(&b, " setup_s=%.3f cpu_s=%.2f mock_cpu_s=%.2f mock_requests=%d peak_inflight=%d", r.Setup.Seconds(), r.CPU, r.MockCPU, r.MockRequests, r.PeakInFlight)
 	if len(r.Status) > 0 && (len(r.Status) > 1 || r.Status["200"] == 0) {
 		codes := make([]string, 0, len(r.Status))
 		for k, v := range r.Status {
