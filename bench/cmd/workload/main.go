@@ -49,10 +49,10 @@ func main() {
 
 type config struct {
 	repo, rev, bin, tmp, profile, target string
-	extra                           []string
-	reps                            int
-	timeout                         time.Duration
-	keep                            bool
+	extra                                []string
+	reps                                 int
+	timeout                              time.Duration
+	keep                                 bool
 }
 
 func run() error {
