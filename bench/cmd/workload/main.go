@@ -362,18 +362,23 @@ func envInt(name string, def int) int {
 // firstWrite collects a process's standard error and when its first
 // bytes came (evalrun's "run <ID> started" line: start-up, store opening
 // and dataset import are done by then).
+// It has no ReadFrom (io.Copy would bypass Write).
 type firstWrite struct {
-	bytes.Buffer
+	buf   bytes.Buffer
 	start time.Time
 	first time.Duration
 }
 
 func (w *firstWrite) Write(p []byte) (int, error) {
-	if w.Len() == 0 && len(p) > 0 {
+	if w.buf.Len() == 0 && len(p) > 0 {
 		w.first = time.Since(w.start)
 	}
-	return w.Buffer.Write(p)
+	return w.buf.Write(p)
 }
+
+func (w *firstWrite) String() string { return w.buf.String() }
+
+func (w *firstWrite) Bytes() []byte { return w.buf.Bytes() }
 
 // Result is one measured run, or the median of several.
 type Result struct {
