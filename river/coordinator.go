@@ -189,7 +189,9 @@ type WaitOptions struct {
 // finalizes the run record with the rules of [engine.Run] and returns the
 // summary. It works for any coordinator, not only the one that enqueued
 // the run: a coordinator that died is replaced by calling Wait again. A
-// run already finalized returns its summary at once.
+// run already finalized returns its summary at once; a run with missing
+// results and no job left in the queue (a local run) is an ErrInvalid
+// error.
 //
 // When ctx ends, Wait cancels the run as [Coordinator.Cancel] does (queued
 // jobs are deleted, running ones are signalled) and returns the run
@@ -203,6 +205,21 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 	}
 	if !rec.CompletedAt.IsZero() {
 		return c.summary(ctx, rec, wo)
+	}
+	if rec.Status != evalrun.RunCanceled {
+		ok, failed, err := c.store.CountResults(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		live, err := c.jobsLeft(ctx, runID, liveStates...)
+		if err != nil {
+			return nil, err
+		}
+		if !live && ok+failed < rec.Total {
+			return nil, fmt.Errorf("%w: no job of run %s is queued or running and %d of %d executions have no result: "+
+				"it was not enqueued for workers, or its jobs were discarded; resume it without --distributed to run them here",
+				evalrun.ErrInvalid, runID, rec.Total-ok-failed, rec.Total)
+		}
 	}
 	ticker := time.NewTicker(c.opts.PollInterval)
 	defer ticker.Stop()

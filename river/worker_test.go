@@ -188,3 +188,25 @@ func TestWaitInterruptedCancelsTheRun(t *testing.T) {
 		t.Errorf("stored results %d+%d, summary %d+%d", ok, failed, s.Succeeded, s.Failed)
 	}
 }
+
+// Waiting for a run that has missing results but no job in the queue (a
+// local run, say) is an error, not a run finalized as failed.
+func TestWaitRefusesARunWithoutJobs(t *testing.T) {
+	b := setup(t, 0)
+	b.importItems(t, "local", []string{"x-1", "x-2"})
+	rec := &evalrun.Run{ID: "local-run", Dataset: "local", DatasetVersion: 1, Status: evalrun.RunRunning, Total: 2, Skipped: 2}
+	if err := b.store.CreateRun(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.coord.Wait(t.Context(), rec.ID, WaitOptions{})
+	if !errors.Is(err, evalrun.ErrInvalid) {
+		t.Fatalf("Wait = %v, want ErrInvalid", err)
+	}
+	stored, err := b.store.GetRun(t.Context(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunRunning || !stored.CompletedAt.IsZero() {
+		t.Errorf("stored run = %+v, want it untouched", stored)
+	}
+}
