@@ -512,3 +512,17 @@ func recordedError(msg string) error {
 	}
 	return errors.New(msg)
 }
+
+// IsDistributed reports whether runID was enqueued for workers: River's
+// tables exist in the database and hold jobs of the run. It migrates
+// nothing, so asking about a local run leaves the database as it was.
+func IsDistributed(ctx context.Context, store *postgres.Store, runID string) (bool, error) {
+	var ok bool
+	err := store.Pool().QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&ok)
+	if err != nil || !ok {
+		return false, err
+	}
+	err = store.Pool().QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = $1 AND args->>'run_id' = $2)`, Kind, runID).Scan(&ok)
+	return ok, err
+}

@@ -130,3 +130,20 @@ type suiteTarget struct {
 
 // Close closes the suite (its target and scorers).
 func (t *suiteTarget) Close() error { return t.s.Close() }
+
+// cancelDistributed is evalrun runs cancel for a distributed run: queued
+// jobs deleted, running ones signalled, the run finalized with exact
+// counts, even when no coordinator waits for it any more.
+func (st *State) cancelDistributed(cmd *cobra.Command, pg *postgres.Store, runID string) error {
+	coord, err := river.NewCoordinator(cmd.Context(), pg, river.CoordinatorOptions{})
+	if err != nil {
+		return err
+	}
+	sum, err := coord.Cancel(cmd.Context(), runID)
+	if err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	fmt.Fprintf(st.Stdout, "run %s %s: %d succeeded, %d failed, %d skipped of %d\n",
+		runID, sum.Status, sum.Succeeded, sum.Failed, sum.Skipped, sum.Total)
+	return nil
+}

@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/postgres"
 	"github.com/evalrun/evalrun/postgres/pgtest"
+	"github.com/evalrun/evalrun/river"
+	"github.com/evalrun/evalrun/target"
 )
 
 // Distributed mode and workers refuse SQLite with a clear message.
@@ -90,5 +95,48 @@ func TestDistributedRunMatchesLocal(t *testing.T) {
 	ls, ds := l.Scorers["exact_match"], d.Scorers["exact_match"]
 	if ds.Count != ls.Count || ds.PassRate == nil || ls.PassRate == nil || *ds.PassRate != *ls.PassRate {
 		t.Errorf("exact_match: distributed %+v, local %+v", ds, ls)
+	}
+}
+
+// runs cancel on a distributed run nobody waits for deletes its queued
+// jobs and finalizes it with exact counts.
+func TestRunsCancelDistributedWithoutCoordinator(t *testing.T) {
+	pgtest.Require(t)
+	b := setup(t)
+	b.db = pgtest.NewDatabase(t)
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	ctx := context.Background()
+	pg, err := postgres.Open(ctx, b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	coord, err := river.NewCoordinator(ctx, pg, river.CoordinatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []*evalrun.Item{{ID: "a", Input: evalrun.String("x")}, {ID: "b", Input: evalrun.String("y")}}
+	rec, err := coord.Enqueue(ctx, engine.Spec{Run: &evalrun.Run{Name: "queued"}, Items: items, Target: target.Echo{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dist, err := river.IsDistributed(ctx, pg, rec.ID); err != nil || !dist {
+		t.Fatalf("IsDistributed = %v, %v", dist, err)
+	}
+	code, stdout, stderr := b.run("runs", "cancel", rec.ID)
+	if code != ExitOK || !strings.Contains(stdout, "canceled: 0 succeeded, 0 failed, 2 skipped of 2") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	got, err := pg.GetRun(ctx, rec.ID)
+	if err != nil || got.Status != evalrun.RunCanceled || got.Skipped != 2 || got.CompletedAt.IsZero() {
+		t.Fatalf("run record %+v, %v", got, err)
+	}
+	var queued int
+	if err := pg.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run_id' = $1 AND state IN ('available','pending','scheduled','retryable')`, rec.ID).Scan(&queued); err != nil || queued != 0 {
+		t.Fatalf("%d queued jobs left (%v)", queued, err)
+	}
+	// A local run on the same database is not taken for a distributed one.
+	if dist, err := river.IsDistributed(ctx, pg, "no-such-run"); err != nil || dist {
+		t.Fatalf("IsDistributed(unknown) = %v, %v", dist, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/postgres"
+	"github.com/evalrun/evalrun/river"
 )
 
 func init() { register(newRunsCmd) }
@@ -124,7 +126,11 @@ func newRunsCancelCmd(st *State) *cobra.Command {
 it checks the run's stored status every second and, seeing it canceled, stops
 as on Ctrl-C: no new items, in-flight ones cancelled, partial reports written,
 exit code 130. A run whose process died stays canceled; --resume still
-finishes it.`,
+finishes it.
+
+A distributed run (PostgreSQL) is cancelled at once: its queued jobs are
+deleted, its running jobs are signalled, and the run is finalized with exact
+counts, whether or not a coordinating "evalrun run" still waits for it.`,
 		Example: "  evalrun runs cancel 20260101T101500-3f9a1c2b",
 		Args:    args("RUN_ID"),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -140,6 +146,13 @@ finishes it.`,
 			}
 			if r.Status.Done() {
 				return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
+			}
+			if pg, ok := store.(*postgres.Store); ok {
+				if dist, err := river.IsDistributed(ctx, pg, r.ID); err != nil {
+					return fmt.Errorf("cancel run %s: %w", r.ID, err)
+				} else if dist {
+					return st.cancelDistributed(cmd, pg, r.ID)
+				}
 			}
 			r.Status = evalrun.RunCanceled
 			r.Error = errCanceled.Error()
