@@ -40,6 +40,9 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 	ctx := cmd.Context()
 	p := &prepared{resume: f.resume != "", dbFlag: st.dbFlagFor(cmd)}
 	opts := suite.Options{Env: st.lookupEnv(), Deps: modelDeps()}
+	if c, ok := store.(evalrun.ResponseCache); ok {
+		opts.Cache = c // judges use it while execution.cache is on
+	}
 	var err error
 	if p.resume {
 		for _, name := range []string{"limit", "tag", "dataset-version", "outputs"} {
@@ -63,7 +66,11 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		}
 	}()
 	s := p.suite
-	if err := s.Apply(f.overrides(cmd)); err != nil {
+	o := f.overrides(cmd)
+	if err := f.exec.apply(cmd, &o); err != nil {
+		return nil, err
+	}
+	if err := s.Apply(o); err != nil {
 		return nil, err
 	}
 	p.conditions = slices.Clone(s.FailOn)

@@ -17,6 +17,9 @@ type progress struct {
 	total int
 	start time.Time
 	bar   *progressbar.ProgressBar
+	// configured is the run's configured concurrency: the display shows
+	// the effective one when adaptive concurrency lowered it below this.
+	configured int
 
 	mu      sync.Mutex
 	last    evalrun.Progress
@@ -61,7 +64,7 @@ func (p *progress) update(pr evalrun.Progress) {
 	p.last = pr
 	p.mu.Unlock()
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("ok %d failed %d", pr.Succeeded, pr.Failed))
+		p.bar.Describe(fmt.Sprintf("ok %d failed %d%s", pr.Succeeded, pr.Failed, p.concurrencyNote(pr)))
 		_ = p.bar.Set(pr.Done)
 	}
 }
@@ -100,8 +103,18 @@ func (p *progress) printLine() {
 	if rate > 0 {
 		eta = time.Duration(float64(pr.Total-pr.Done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.st.Stderr, "progress: %d/%d items (ok %d, failed %d), %.1f items/s, ETA %s\n",
-		pr.Done, pr.Total, pr.Succeeded, pr.Failed, rate, eta)
+	fmt.Fprintf(p.st.Stderr, "progress: %d/%d items (ok %d, failed %d)%s, %.1f items/s, ETA %s\n",
+		pr.Done, pr.Total, pr.Succeeded, pr.Failed, p.concurrencyNote(pr), rate, eta)
+}
+
+// concurrencyNote is ", concurrency E/C" while the effective concurrency E
+// is below the configured C (adaptive concurrency cut it after 429s), else
+// "".
+func (p *progress) concurrencyNote(pr evalrun.Progress) string {
+	if pr.Concurrency <= 0 || pr.Concurrency >= p.configured {
+		return ""
+	}
+	return fmt.Sprintf(", concurrency %d/%d", pr.Concurrency, p.configured)
 }
 
 // finish stops the display.

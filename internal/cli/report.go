@@ -40,7 +40,9 @@ FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format
 			if err != nil {
 				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 			}
-			return st.writeReports(rep, stdout, targets)
+			err = st.writeReports(rep, stdout, targets)
+			st.saveReportIfMissing(cmd.Context(), store, rep)
+			return err
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "output", "o", nil, "write the report to FILE (repeatable)")

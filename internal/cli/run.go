@@ -30,6 +30,7 @@ type runFlags struct {
 	format                          string
 	failOn                          []string
 	quiet, distributed              bool
+	exec                            execFlags
 }
 
 func newRunCmd(st *State) *cobra.Command {
@@ -78,6 +79,9 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 			if len(a) > 0 {
 				path = a[0]
 			}
+			if f.exec.dryRun {
+				return st.dryRun(cmd, path, f)
+			}
 			return st.run(cmd, path, f)
 		},
 	}
@@ -100,6 +104,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	fl.BoolVar(&f.distributed, "distributed", false, "enqueue the items for evalrun worker processes and wait (PostgreSQL; see evalrun worker --help)")
+	f.exec.add(fl)
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
 	return cmd
 }
@@ -178,6 +183,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		opts.Cache, opts.CacheKey = c, p.suite.CacheKey()
 	}
 	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
+	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
 	sum, err := engine.Run(runCtx, store, engine.Spec{Run: rec, Items: p.items, Target: p.target,
 		Scorers: p.suite.Scorers(), Options: opts})
@@ -196,6 +202,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
 	writeErr := st.writeReports(rep, stdoutFormat, files)
+	st.saveReport(bg, store, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, context.Cause(runCtx)))
 }
 

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/report"
+	"github.com/evalrun/evalrun/suite"
+)
+
+// dryRun is evalrun run --dry-run: it validates the suite (flags applied)
+// and the dataset file, which it reads without importing, then prints the
+// selected item count, the requests a run would make and an estimated
+// cost. It calls no target or model and writes nothing to the store; the
+// store is read only when the dataset comes from it (no file, or a pinned
+// version). An invalid suite or dataset is exit 2.
+func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
+	if f.resume != "" {
+		return invalidf("--dry-run cannot be used with --resume: a dry run checks a suite file")
+	}
+	if f.limit < 0 {
+		return invalidf("--limit %d: must not be negative", f.limit)
+	}
+	s, err := suite.Load(path, suite.Options{Env: st.lookupEnv(), Deps: modelDeps()})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	o := f.overrides(cmd)
+	if err := f.exec.apply(cmd, &o); err != nil {
+		return err
+	}
+	if err := s.Apply(o); err != nil {
+		return err
+	}
+	for _, src := range f.failOn {
+		c, err := report.ParseCondition(src)
+		if err == nil {
+			err = c.Check(s.ScorerNames())
+		}
+		if err != nil {
+			return fmt.Errorf("--fail-on: %w", err)
+		}
+	}
+	if _, _, err := reportTargets(f.format, f.outFiles); err != nil {
+		return err
+	}
+	outputs, err := absPath(f.outputs)
+	if err != nil {
+		return err
+	}
+	if outputs != "" {
+		if _, err := readOutputs(outputs); err != nil {
+			return err
+		}
+	}
+	sel := suite.Selection{Tags: f.tags, Limit: f.limit, Outputs: outputs}
+
+	// The dataset file is read and validated, never imported; its items
+	// are the run's unless a version is pinned, which the store has.
+	var items []*evalrun.Item
+	var source string
+	version := s.Dataset.Version
+	if f.datasetVersion != 0 {
+		version = f.datasetVersion
+	}
+	var all []*evalrun.Item
+	if s.Dataset.File != "" {
+		if all, err = dataset.ReadFile(s.Dataset.File); err != nil {
+			return err
+		}
+	}
+	if s.Dataset.File != "" && version == 0 {
+		if items, err = filterItems(all, sel, s.Dataset.Name+" (file "+displayPath(s.Dataset.File)+")"); err != nil {
+			return err
+		}
+		source = fmt.Sprintf("dataset %s: %s is valid, %d items (not imported: a run imports it)", s.Dataset.Name,
+			displayPath(s.Dataset.File), len(all))
+	} else {
+		store, err := st.openStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if version == 0 {
+			d, err := store.GetDataset(cmd.Context(), s.Dataset.Name)
+			if err != nil {
+				return notFound(err, "dataset "+s.Dataset.Name,
+					"import it with: evalrun dataset import "+s.Dataset.Name+" FILE, or set dataset.file in the suite")
+			}
+			version = d.LatestVersion
+		}
+		if items, err = selectItems(cmd.Context(), store, s.Dataset.Name, version, sel); err != nil {
+			return err
+		}
+		source = fmt.Sprintf("dataset %s: version %d from storage", s.Dataset.Name, version)
+		if s.Dataset.File != "" {
+			source += fmt.Sprintf(" (the file %s is valid, %d items; a run imports it first)", displayPath(s.Dataset.File), len(all))
+		}
+	}
+	plan := newDryRunPlan(s, items, sel.Outputs != "")
+	plan.write(st.Stdout, s, source)
+	return nil
+}
+
+// filterItems keeps the items of a selection (tags, then limit), like
+// selectItems does for a stored version. what names the dataset in errors.
+func filterItems(all []*evalrun.Item, sel suite.Selection, what string) ([]*evalrun.Item, error) {
+	var items []*evalrun.Item
+	for _, it := range all {
+		if len(sel.Tags) > 0 && !slices.ContainsFunc(it.Tags(), func(t string) bool { return slices.Contains(sel.Tags, t) }) {
+			continue
+		}
+		if sel.Limit == 0 || len(items) < sel.Limit {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		if len(sel.Tags) > 0 {
+			return nil, invalidf("no item of dataset %s (%d items) has a tag among %s", what, len(all), strings.Join(sel.Tags, ", "))
+		}
+		return nil, invalidf("dataset %s has no items", what)
+	}
+	return items, nil
+}
+
+// dryRunPlan is what a run of the suite would do.
+type dryRunPlan struct {
+	items, repeat, executions int
+	// targetRequests is 0 when saved outputs are scored.
+	targetRequests int
+	judges         int // llm_judge scorers
+	judgeRequests  int
+	embedders      int // embedding_similarity scorers
+	// embedRequests is the most embedding requests: every output, and
+	// every distinct expected output, per scorer.
+	embedRequests int
+	outputs       bool
+
+	// Token and cost estimates of an openai target; chat is nil otherwise.
+	chat          *suite.ChatPlan
+	encoding      string
+	inputTokens   int64
+	outputTokens  int64
+	fromExpected  int // items whose output estimate is their expected output
+	fromMax       int // items whose output estimate is max_tokens
+	unknownOutput int // items with neither
+	renderErrs    int
+	firstRender   string
+}
+
+// newDryRunPlan counts the requests and estimates the tokens of a run of
+// items.
+func newDryRunPlan(s *suite.Suite, items []*evalrun.Item, outputs bool) *dryRunPlan {
+	p := &dryRunPlan{items: len(items), repeat: max(s.Execution.Repeat, 1), outputs: outputs}
+	p.executions = p.items * p.repeat
+	if !outputs {
+		p.targetRequests = p.executions
+	}
+	expected := map[string]bool{}
+	for _, it := range items {
+		if len(it.Expected) > 0 {
+			expected[evalrun.Text(it.Expected)] = true
+		}
+	}
+	for _, k := range s.ScorerKinds() {
+		switch k {
+		case "llm_judge":
+			p.judges++
+		case "embedding_similarity":
+			p.embedders++
+		}
+	}
+	p.judgeRequests = p.executions * p.judges
+	p.embedRequests = p.embedders * (p.executions + len(expected))
+	if p.chat = s.ChatPlan(); p.chat != nil && !outputs {
+		p.estimateTokens(items)
+	} else {
+		p.chat = nil
+	}
+	return p
+}
+
+// estimateTokens counts the prompt tokens of every item offline and
+// estimates its reply's: its expected output, else max_tokens, else
+// unknown. Every execution (repeat) counts.
+func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
+	codec, err := tokenizer.ForModel(tokenizer.Model(p.chat.Model))
+	if err != nil {
+		// Unknown (e.g. local) models: o200k, the encoding of current
+		// OpenAI models, as an approximation.
+		codec, _ = tokenizer.Get(tokenizer.O200kBase)
+	}
+	p.encoding = codec.GetName()
+	count := func(s string) int64 {
+		n, err := codec.Count(s)
+		if err != nil {
+			return int64(len(s) / 4) // invalid UTF-8: about 4 bytes a token
+		}
+		return int64(n)
+	}
+	k := int64(p.repeat)
+	for _, it := range items {
+		prompt, err := p.chat.Prompt(it)
+		if err != nil {
+			p.renderErrs++
+			if p.firstRender == "" {
+				p.firstRender = fmt.Sprintf("%s: %v", it.ID, err)
+			}
+			continue
+		}
+		p.inputTokens += k * count(prompt)
+		switch {
+		case len(it.Expected) > 0:
+			p.outputTokens += k * count(evalrun.Text(it.Expected))
+			p.fromExpected++
+		case p.chat.MaxTokens > 0:
+			p.outputTokens += k * int64(p.chat.MaxTokens)
+			p.fromMax++
+		default:
+			p.unknownOutput++
+		}
+	}
+}
+
+// write prints the plan.
+func (p *dryRunPlan) write(w io.Writer, s *suite.Suite, source string) {
+	fmt.Fprintf(w, "dry run: suite %s is valid; nothing was called, run or stored\n", s.Name)
+	fmt.Fprintln(w, source)
+	fmt.Fprintf(w, "target: %s (%s)\n", s.TargetInfo.Kind, s.TargetInfo.Name)
+	fmt.Fprintf(w, "items: %d selected × %d %s = %d executions\n", p.items, p.repeat, plural(p.repeat, "repeat"), p.executions)
+	parts := []string{}
+	if p.outputs {
+		parts = append(parts, "0 target (saved outputs are scored)")
+	} else {
+		parts = append(parts, fmt.Sprintf("%d target", p.targetRequests))
+	}
+	if p.judges > 0 {
+		parts = append(parts, fmt.Sprintf("%d llm_judge (%d %s)", p.judgeRequests, p.judges, plural(p.judges, "scorer")))
+	}
+	fmt.Fprintf(w, "requests: %s = %d, before retries", strings.Join(parts, " + "), p.targetRequests+p.judgeRequests)
+	if s.Execution.Cache {
+		fmt.Fprint(w, " (execution.cache is on: cached answers are not requested again)")
+	}
+	fmt.Fprintln(w)
+	if p.embedders > 0 {
+		fmt.Fprintf(w, "embedding requests: at most %d (embedding_similarity, %d %s: each output and each distinct expected output)\n",
+			p.embedRequests, p.embedders, plural(p.embedders, "scorer"))
+	}
+	if p.renderErrs > 0 {
+		fmt.Fprintf(w, "warning: the prompt does not render for %d %s, which would fail (first: %s)\n",
+			p.renderErrs, plural(p.renderErrs, "item"), p.firstRender)
+	}
+	p.writeCost(w)
+}
+
+// writeCost prints the token and cost estimates, saying what they assume.
+func (p *dryRunPlan) writeCost(w io.Writer) {
+	if p.chat == nil {
+		why := "only an openai target with a price table is priced"
+		if p.outputs {
+			why = "saved outputs are scored, the target is not called"
+		}
+		fmt.Fprintf(w, "estimated cost: unknown (%s)\n", why)
+		return
+	}
+	var assume []string
+	if p.fromExpected > 0 {
+		assume = append(assume, fmt.Sprintf("expected outputs for %d %s", p.fromExpected, plural(p.fromExpected, "item")))
+	}
+	if p.fromMax > 0 {
+		assume = append(assume, fmt.Sprintf("max_tokens %d for %d %s without an expected output", p.chat.MaxTokens, p.fromMax, plural(p.fromMax, "item")))
+	}
+	if p.unknownOutput > 0 {
+		assume = append(assume, fmt.Sprintf("unknown for %d %s (no expected output, no max_tokens)", p.unknownOutput, plural(p.unknownOutput, "item")))
+	}
+	fmt.Fprintf(w, "tokens (estimated offline, %s encoding): input %d; output %d (from %s)\n",
+		p.encoding, p.inputTokens, p.outputTokens, strings.Join(assume, "; "))
+	pr := p.chat.Price
+	if pr == nil {
+		fmt.Fprintln(w, "estimated cost: unknown (the target has no price table: set target.price {input_per_mtok, output_per_mtok})")
+		return
+	}
+	in := pr.Cost(p.inputTokens, 0)
+	out := pr.Cost(0, p.outputTokens)
+	note := ""
+	if p.unknownOutput > 0 {
+		note = fmt.Sprintf(", plus the output of %d %s (unknown)", p.unknownOutput, plural(p.unknownOutput, "item"))
+	}
+	fmt.Fprintf(w, "estimated cost: %s (input %s + output %s%s) at $%g / $%g per million input / output tokens (target.price)",
+		money(in+out), money(in), money(out), note, pr.InputPerMTok, pr.OutputPerMTok)
+	if p.judges > 0 || p.embedders > 0 {
+		fmt.Fprint(w, "; judge and embedding calls are not priced")
+	}
+	fmt.Fprintln(w)
+}
+
+// money formats a cost in dollars, with six decimals under a cent.
+func money(x float64) string {
+	if x != 0 && x < 0.01 {
+		return fmt.Sprintf("$%.6f", x)
+	}
+	return fmt.Sprintf("$%.4f", x)
+}
+
+// plural returns word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

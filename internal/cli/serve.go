@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/web"
+)
+
+func init() { register(newServeCmd) }
+
+// DefaultServeAddr is where evalrun serve listens without --addr.
+const DefaultServeAddr = "127.0.0.1:8080"
+
+// servePrewarm is the number of newest runs whose reports the viewer
+// computes as soon as it starts.
+const servePrewarm = 10
+
+func newServeCmd(st *State) *cobra.Command {
+	var addr, token string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the web viewer: runs, items, scores, histograms and comparisons in a browser",
+		Long: `Serve a read-only web viewer of the store (see docs/web.md): the runs list, run
+pages with aggregates, histograms and cohorts, paged items, item details and
+comparisons, and the same data as JSON under /api/.
+
+It listens on 127.0.0.1:8080 by default. Any other interface (":8080",
+"0.0.0.0:8080", a LAN address) needs a token, from --token or EVALRUN_TOKEN,
+which every request must then present (see docs/web.md); without one evalrun
+refuses to start (exit 2). The URL is printed on standard error. Ctrl-C stops
+the server (exit 0).`,
+		Example: `  evalrun serve
+  evalrun serve --addr 127.0.0.1:9000 --db postgres://evalrun@db/evalrun
+  EVALRUN_TOKEN=s3cret evalrun serve --addr 0.0.0.0:8080`,
+		Args: args(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if token == "" {
+				token = st.Getenv("EVALRUN_TOKEN")
+			}
+			if err := web.CheckAddr(addr, token); err != nil {
+				return usageError(err)
+			}
+			store, err := st.openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			var lc net.ListenConfig
+			ln, err := lc.Listen(cmd.Context(), "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("serve: listen on %s: %w (is another server using the port? use --addr HOST:PORT)", addr, err)
+			}
+			return st.serve(cmd.Context(), ln, store, token)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", DefaultServeAddr, "address to listen on, HOST:PORT (a non-loopback one needs --token)")
+	cmd.Flags().StringVar(&token, "token", "", "token every request must present (default: $EVALRUN_TOKEN); required off loopback")
+	return cmd
+}
+
+// serve serves the viewer of store on ln until ctx is done (Ctrl-C), which
+// is a clean exit. It prints the URL to standard error first.
+func (st *State) serve(ctx context.Context, ln net.Listener, store evalrun.Store, token string) error {
+	logger := slog.New(slog.NewTextHandler(st.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := web.New(store, web.Options{Token: token, Logger: logger, Prewarm: servePrewarm})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer srv.Close()
+	auth := ""
+	if token != "" {
+		auth = " (token required)"
+	}
+	fmt.Fprintf(st.Stderr, "evalrun viewer: http://%s/%s; Ctrl-C stops it\n", ln.Addr(), auth)
+	// Serve returns nil after a shutdown caused by ctx (Ctrl-C).
+	return web.Serve(ctx, ln, srv)
+}
