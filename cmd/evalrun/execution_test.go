@@ -420,3 +420,55 @@ func toFloat(p *int) *float64 {
 	f := float64(*p)
 	return &f
 }
+
+// With the cache on, judge verdicts are reused too: a second identical run
+// calls neither the target nor the judge.
+func TestJudgeCache(t *testing.T) {
+	e := newEnv(t)
+	f := newFake(t, func(id string, _, _ int) reply { return reply{answer: strings.Replace(id, "q", "answer ", 1)} })
+	var mu sync.Mutex
+	judged := 0
+	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		judged++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id": "c", "object": "chat.completion", "created": 0, "model": "judge",
+			"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"score\": 1, \"reason\": \"right\"}"}}],
+			"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}`)
+	}))
+	t.Cleanup(judge.Close)
+	e.write("data.jsonl", items(3))
+	e.write("suite.yaml", fmt.Sprintf(`dataset: {name: j, file: data.jsonl}
+target: {kind: http, url: %s/answer, output: answer}
+scorers:
+  - {kind: llm_judge, rubric: "is it right?", model: judge, base_url: "%s/v1", api_key_env: JUDGE_KEY}
+execution: {concurrency: 2, cache: true}
+`, f.URL, judge.URL))
+	t.Setenv("JUDGE_KEY", "k1")
+	judgedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return judged
+	}
+	if r := e.run("run", "suite.yaml", "-q"); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	}
+	n1, _ := f.requests()
+	j1 := judgedCount()
+	if n1 != 3 || j1 != 3 {
+		t.Fatalf("first run: %d target and %d judge requests, want 3 and 3", n1, j1)
+	}
+	// A rotated API key keeps the cache: the key is no part of it.
+	t.Setenv("JUDGE_KEY", "k2")
+	if r := e.run("run", "suite.yaml", "-q"); r.code != 0 {
+		t.Fatalf("second run: exit %d\n%s", r.code, r.stderr)
+	}
+	n2, _ := f.requests()
+	if n2 != n1 || judgedCount() != j1 {
+		t.Errorf("second identical run: %d target and %d judge requests, want 0 and 0", n2-n1, judgedCount()-j1)
+	}
+	if r := e.run("run", "suite.yaml", "-q", "--no-cache"); r.code != 0 || judgedCount() != j1+3 {
+		t.Errorf("--no-cache run: exit %d, %d judge requests, want 3\n%s", r.code, judgedCount()-j1, r.stderr)
+	}
+}

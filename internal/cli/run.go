@@ -67,6 +67,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
   evalrun run suite.yaml --concurrency 20 --limit 50 --tag billing -o report.json -o report.md
   evalrun run suite.yaml --format junit -o junit.xml --fail-on "pass_rate(exact_match) < 0.9"
   evalrun run suite.yaml --outputs saved.jsonl      # score saved outputs, call nothing
+  evalrun run suite.yaml --dry-run --repeat 3       # items, requests and estimated cost; runs nothing
   evalrun run --resume 20260101T101500-3f9a1c2b     # finish an interrupted run`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if len(a) == 0 && f.resume != "" {
