@@ -87,27 +87,32 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		cause = errCanceled
 	}
 	writeErr := st.writeReports(rep, stdoutFormat, files)
+	st.saveReport(bg, store, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
 }
 
-// suiteBuilder rebuilds a run's suite from its stored config for a worker,
-// expanding ${VAR} from the worker's own environment.
+// suiteBuilder rebuilds what a stored run needs from its record alone for
+// a worker: the suite from run.Config (suite.FromRunConfig, ${VAR} expanded
+// from the worker's own environment) and the items of its pinned dataset
+// version with its stored selection. The store's response cache, when it
+// has one, serves the target and the judges while execution.cache is on.
 type suiteBuilder struct {
 	st    *State
-	store *postgres.Store
+	store evalrun.Store
 }
 
 var _ river.Builder = (*suiteBuilder)(nil)
 
 // Build implements river.Builder.
 func (b *suiteBuilder) Build(_ context.Context, run *evalrun.Run) (evalrun.Target, []evalrun.Scorer, engine.Options, error) {
-	s, err := suite.FromRunConfig(run.Config, suite.Options{Env: b.st.lookupEnv(), Deps: modelDeps()})
+	cache, _ := b.store.(evalrun.ResponseCache)
+	s, err := suite.FromRunConfig(run.Config, suite.Options{Env: b.st.lookupEnv(), Deps: modelDeps(), Cache: cache})
 	if err != nil {
-		return nil, nil, engine.Options{}, err
+		return nil, nil, engine.Options{}, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	opts := s.Execution.EngineOptions()
-	if s.Execution.Cache {
-		opts.Cache, opts.CacheKey = b.store, s.CacheKey()
+	if s.Execution.Cache && cache != nil {
+		opts.Cache, opts.CacheKey = cache, s.CacheKey()
 	}
 	return &suiteTarget{Target: s.Target(), s: s}, s.Scorers(), opts, nil
 }

@@ -256,7 +256,7 @@ func TestCacheAvoidsSecondCalls(t *testing.T) {
 
 // A worker rebuilds a stored run from its record alone, with its own
 // environment.
-func TestRunBuilder(t *testing.T) {
+func TestSuiteBuilder(t *testing.T) {
 	b := setup(t)
 	srv := newServer(t, false)
 	suite := b.httpSuite(srv.URL)
@@ -271,7 +271,7 @@ func TestRunBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := &RunBuilder{Store: st}
+	rb := &suiteBuilder{st: &State{}, store: st}
 	items, err := rb.Items(context.Background(), run)
 	if err != nil || len(items) != 2 || items[0].ID != "a" || items[1].ID != "b" {
 		t.Fatalf("Items: %v %v", items, err)
