@@ -16,3 +16,9 @@ func BenchmarkWriteResults(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanResults: a full scan of a finished 100,000-result run (three
+// scorers, items joined): go test -run '^$' -bench ScanResults -benchtime 5x ./inmem/
+func BenchmarkScanResults(b *testing.B) {
+	storetest.BenchScanResults(b, inmem.New(), 100_000)
+}

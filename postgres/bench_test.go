@@ -16,3 +16,10 @@ func BenchmarkWriteResults(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanResults: a full scan of a finished 100,000-result run (three
+// scorers, items joined):
+// TEST_DATABASE_URL=... go test -run '^$' -bench ScanResults -benchtime 5x ./postgres/
+func BenchmarkScanResults(b *testing.B) {
+	storetest.BenchScanResults(b, openTemp(b), 100_000)
+}

@@ -55,3 +55,14 @@ func BenchmarkImportJSONL(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(i), "s/import")
 }
+
+// BenchmarkScanResults: a full scan of a finished 100,000-result run (three
+// scorers, items joined): go test -run '^$' -bench ScanResults -benchtime 5x ./sqlite/
+func BenchmarkScanResults(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchScanResults(b, s, 100_000)
+}

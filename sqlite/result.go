@@ -4,14 +4,15 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
-	"github.com/evalrun/evalrun/dataset"
 )
 
 const resultColumns = `run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns,
@@ -212,18 +213,147 @@ func checkRuns(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) e
 	return nil
 }
 
-// ScanResults implements [evalrun.RunStore]: one streamed query joining
-// each result with its scores and with its item at the run's pinned
-// version.
+// scanBatch is how many results the reading goroutine of ScanResults hands
+// over at a time; scanAhead batches may wait, so a scan holds at most
+// (scanAhead+2)·scanBatch results whatever the run's size.
+const (
+	scanBatch = 256
+	scanAhead = 2
+)
+
+// Columns of the two queries of ScanResults, read through the driver.
+const (
+	scanResultColumns = `r.idx, r.rep, r.item_id, r.output, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
+		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
+		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata`
+	nResultColumns   = 20
+	scanScoreColumns = `s.idx, s.rep, s.scorer, s.score, s.passed, NULLIF(s.reason, ''), NULLIF(s.error, ''),
+		NULLIF(s.error_kind, ''), s.input_tokens, s.output_tokens, s.cost_usd`
+	nScoreColumns = 11
+)
+
+// rawBatch is a batch of rows read by readResults: nResultColumns values
+// per result in res, nScoreColumns per score in scores, and the scores of
+// result i at scores[nScoreColumns·from[i] : nScoreColumns·from[i+1]].
+type rawBatch struct {
+	res, scores []driver.Value
+	from        []int
+}
+
+func (b *rawBatch) len() int { return len(b.res) / nResultColumns }
+
+// ScanResults implements [evalrun.RunStore]. Two streamed queries in one
+// read transaction (one snapshot, as a single query would see) are merged:
+// the results joined with their items, and the run's scores, both in
+// primary key order, so neither needs a sort, and a result's columns are
+// read once rather than once per score. Text columns that are usually empty
+// come back as NULL (one driver call instead of three). A goroutine steps
+// the queries through the driver (no database/sql conversions) while this
+// one converts the rows, decodes item metadata (a small cache skips
+// decoding repeated values) and calls fn: fn runs on the caller's
+// goroutine, and memory stays bounded (scanBatch, scanAhead).
 func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
-	run, err := getRun(ctx, s.reader, runID)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *rawBatch, scanAhead)
+	errc := make(chan error, 1)
+	var run *evalrun.Run
+	ready := make(chan struct{}) // run is set
+	go func() {
+		defer close(batches)
+		errc <- s.readResults(ctx, runID, q, func(r *evalrun.Run) { run = r; close(ready) }, func(b *rawBatch) bool {
+			select {
+			case batches <- b:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
+	var (
+		meta  metaCache
+		order map[string]int
+		err   error
+	)
+	for b := range batches {
+		if err != nil {
+			continue // drain until the reader stops
+		}
+		if order == nil {
+			<-ready
+			order = make(map[string]int, len(run.Scorers))
+			for i, info := range run.Scorers {
+				order[info.Name] = i
+			}
+		}
+		for i := range b.len() {
+			var r evalrun.ItemResult
+			var m []byte
+			if m, err = resultFromRow(&r, runID, b.res[i*nResultColumns:(i+1)*nResultColumns]); err == nil && r.Item != nil {
+				r.Item.Metadata, err = meta.decode(m)
+			}
+			if err != nil {
+				err = fmt.Errorf("result %d/%d of run %q: %w", r.Index, r.Repeat, runID, err)
+				break
+			}
+			if n := b.from[i+1] - b.from[i]; n > 0 {
+				r.Scores = make([]evalrun.ScorerResult, n)
+				for j := range n {
+					k := (b.from[i] + j) * nScoreColumns
+					if err = scoreFromRow(&r.Scores[j], b.scores[k:k+nScoreColumns]); err != nil {
+						break
+					}
+				}
+				if err != nil {
+					err = fmt.Errorf("scores of result %d/%d of run %q: %w", r.Index, r.Repeat, runID, err)
+					break
+				}
+				sortScores(r.Scores, order)
+			}
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			if err = fn(&r); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			cancel()
+		}
+	}
+	if rerr := <-errc; err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// readResults reads the rows of ScanResults in one read transaction on one
+// connection, giving the run to gotRun before the first batch and handing
+// the rows to send in batches until send returns false (the scan stopped).
+func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQuery, gotRun func(*evalrun.Run), send func(*rawBatch) bool) (err error) {
+	conn, err := s.reader.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("scan results of run %q: %w", runID, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		return fmt.Errorf("scan results of run %q: %w", runID, err)
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
+			// Never hand the pool a connection inside a transaction.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	run, err := getRun(ctx, conn, runID)
 	if err != nil {
 		return err
 	}
 	version := run.DatasetVersion
 	if version == 0 {
-		version, _ = resolveVersion(ctx, s.reader, run.Dataset, 0)
+		version, _ = resolveVersion(ctx, conn, run.Dataset, 0)
 	}
+	gotRun(run)
 	limit := -1
 	if q.Limit > 0 {
 		limit = q.Limit
@@ -232,94 +362,232 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 	if q.FailedOnly {
 		failedOnly = 1
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT r.idx, r.rep, r.item_id, r.output, r.error, r.error_kind, r.attempts,
-			r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
-			r.started_at, r.completed_at,
-			i.id, i.input, i.expected, i.metadata,
-			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
-		FROM (SELECT * FROM results WHERE run_id = ?1 AND idx >= ?2 AND (?3 = 0 OR error != '')
-			ORDER BY idx, rep LIMIT ?4) r
-		LEFT JOIN dataset_items i ON i.dataset = ?5 AND i.item_id = r.item_id
-			AND i.valid_from <= ?6 AND (i.valid_to IS NULL OR i.valid_to > ?6)
-		LEFT JOIN scores s ON s.run_id = ?1 AND s.idx = r.idx AND s.rep = r.rep
-		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, failedOnly, limit, run.Dataset, version)
-	if err != nil {
-		return fmt.Errorf("scan results of run %q: %w", runID, err)
-	}
-	defer rows.Close()
-	order := make(map[string]int, len(run.Scorers))
-	for i, sc := range run.Scorers {
-		order[sc.Name] = i
-	}
-	var cur *evalrun.ItemResult
-	emit := func() error {
-		if cur == nil {
-			return nil
+	return conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("scan results: the sqlite driver's connection (%T) cannot query", dc)
 		}
-		sortScores(cur.Scores, order)
-		r := cur
-		cur = nil
-		return fn(r)
-	}
-	for rows.Next() {
-		var (
-			idx, rep                      int
-			r                             evalrun.ItemResult
-			itemID                        string
-			output                        []byte
-			latency                       int64
-			inTok, outTok                 sql.NullInt64
-			cost                          sql.NullFloat64
-			started, completed            sql.NullInt64
-			rowID                         sql.NullInt64
-			input, expected, meta         []byte
-			pos                           sql.NullInt64
-			scorer, reason, scErr, scKind sql.NullString
-			score, scCost                 sql.NullFloat64
-			passed                        sql.NullBool
-			scIn, scOut                   sql.NullInt64
-		)
-		if err := rows.Scan(&idx, &rep, &itemID, &output, &r.Error, (*string)(&r.ErrorKind), &r.Attempts, &r.RetryCount,
-			&latency, &inTok, &outTok, &cost, &r.TraceID, &r.CacheHit, &started, &completed,
-			&rowID, &input, &expected, &meta,
-			&pos, &scorer, &score, &passed, &reason, &scErr, &scKind, &scIn, &scOut, &scCost); err != nil {
+		args := func(vs ...any) []driver.NamedValue {
+			out := make([]driver.NamedValue, len(vs))
+			for i, v := range vs {
+				out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+			}
+			return out
+		}
+		rows, err := qc.QueryContext(ctx, `SELECT `+scanResultColumns+`
+			FROM results r
+			LEFT JOIN dataset_items i ON i.dataset = ?5 AND i.item_id = r.item_id
+				AND i.valid_from <= ?6 AND (i.valid_to IS NULL OR i.valid_to > ?6)
+			WHERE r.run_id = ?1 AND r.idx >= ?2 AND (?3 = 0 OR r.error != '')
+			ORDER BY r.idx, r.rep LIMIT ?4`,
+			args(runID, int64(q.FromIndex), int64(failedOnly), int64(limit), run.Dataset, int64(version)))
+		if err != nil {
 			return fmt.Errorf("scan results of run %q: %w", runID, err)
 		}
-		if cur == nil || cur.Index != idx || cur.Repeat != rep {
-			if err := emit(); err != nil {
-				return err
-			}
-			r.RunID, r.Index, r.Repeat, r.ItemID = runID, idx, rep, itemID
-			if len(output) > 0 {
-				r.Output = output
-			}
-			r.Latency = time.Duration(latency)
-			r.Usage = evalrun.Usage{InputTokens: fromNullInt(inTok), OutputTokens: fromNullInt(outTok), CostUSD: fromNullFloat(cost)}
-			r.StartedAt, r.CompletedAt = fromMicros(started), fromMicros(completed)
-			if rowID.Valid {
-				it := &evalrun.Item{ID: itemID, Input: input}
-				if len(expected) > 0 {
-					it.Expected = expected
-				}
-				if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
-					return fmt.Errorf("item %q of run %q: %w", itemID, runID, err)
-				}
-				r.Item = it
-			}
-			cur = &r
+		defer rows.Close()
+		// The scores of a contiguous range of results are one range of the
+		// scores' primary key; those of the failed results only, a lookup
+		// per failed result.
+		var scores driver.Rows
+		if q.FailedOnly {
+			scores, err = qc.QueryContext(ctx, `SELECT `+scanScoreColumns+`
+				FROM (SELECT idx, rep FROM results WHERE run_id = ?1 AND idx >= ?2 AND error != ''
+					ORDER BY idx, rep LIMIT ?3) r
+				JOIN scores s ON s.run_id = ?1 AND s.idx = r.idx AND s.rep = r.rep
+				ORDER BY s.idx, s.rep, s.pos`, args(runID, int64(q.FromIndex), int64(limit)))
+		} else {
+			scores, err = qc.QueryContext(ctx, `SELECT `+scanScoreColumns+`
+				FROM scores s WHERE s.run_id = ?1 AND s.idx >= ?2 ORDER BY s.idx, s.rep, s.pos`,
+				args(runID, int64(q.FromIndex)))
 		}
-		if pos.Valid {
-			cur.Scores = append(cur.Scores, evalrun.ScorerResult{
-				Scorer: scorer.String, Score: fromNullFloat(score), Passed: passed.Bool, Reason: reason.String,
-				Error: scErr.String, ErrorKind: evalrun.ErrorKind(scKind.String),
-				Usage: evalrun.Usage{InputTokens: fromNullInt(scIn), OutputTokens: fromNullInt(scOut), CostUSD: fromNullFloat(scCost)},
-			})
+		if err != nil {
+			return fmt.Errorf("scan scores of run %q: %w", runID, err)
+		}
+		defer scores.Close()
+		sc := rawScores{rows: scores}
+		newBatch := func() *rawBatch {
+			return &rawBatch{
+				res:    make([]driver.Value, 0, scanBatch*nResultColumns),
+				scores: make([]driver.Value, 0, scanBatch*max(len(run.Scorers), 1)*nScoreColumns),
+				from:   append(make([]int, 0, scanBatch+1), 0),
+			}
+		}
+		b := newBatch()
+		for {
+			n := len(b.res)
+			b.res = b.res[:n+nResultColumns] // within the capacity of scanBatch rows
+			if err := rows.Next(b.res[n:]); err == io.EOF {
+				b.res = b.res[:n]
+				break
+			} else if err != nil {
+				return fmt.Errorf("scan results of run %q: %w", runID, err)
+			}
+			idx, rep := asInt(b.res[n]), asInt(b.res[n+1])
+			if b.scores, err = sc.appendScores(b.scores, idx, rep); err != nil {
+				return fmt.Errorf("scan scores of run %q: %w", runID, err)
+			}
+			b.from = append(b.from, len(b.scores)/nScoreColumns)
+			if b.len() == scanBatch {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if !send(b) {
+					return nil
+				}
+				b = newBatch()
+			}
+		}
+		if b.len() > 0 {
+			send(b)
+		}
+		return nil
+	})
+}
+
+// rawScores walks a run's score rows in (idx, rep, pos) order alongside
+// its results, in the same order.
+type rawScores struct {
+	rows driver.Rows
+	row  []driver.Value // the row read ahead: the first of a later result
+	have bool           // row holds a row
+	done bool           // no rows left
+}
+
+// appendScores appends to dst the rows of the scores of result (idx, rep),
+// skipping those of results before it. Results must be asked for in
+// (idx, rep) order.
+func (c *rawScores) appendScores(dst []driver.Value, idx, rep int64) ([]driver.Value, error) {
+	for !c.done {
+		if !c.have {
+			if c.row == nil {
+				c.row = make([]driver.Value, nScoreColumns)
+			}
+			if err := c.rows.Next(c.row); err == io.EOF {
+				c.done = true
+				break
+			} else if err != nil {
+				return dst, err
+			}
+			c.have = true
+		}
+		i, r := asInt(c.row[0]), asInt(c.row[1])
+		if i > idx || i == idx && r > rep {
+			break
+		}
+		if i == idx && r == rep {
+			dst = append(dst, c.row...)
+		}
+		c.have = false
+	}
+	return dst, nil
+}
+
+// resultFromRow sets r (but its scores and its item's metadata) from a row
+// of the results query, returning the item's metadata, still encoded.
+func resultFromRow(r *evalrun.ItemResult, runID string, v []driver.Value) (meta []byte, err error) {
+	itemID, ok := v[2].(string)
+	if !ok {
+		return nil, fmt.Errorf("item_id is %T", v[2])
+	}
+	*r = evalrun.ItemResult{
+		RunID: runID, Index: int(asInt(v[0])), Repeat: int(asInt(v[1])), ItemID: itemID,
+		Output: asBytes(v[3]), Error: asString(v[4]), ErrorKind: evalrun.ErrorKind(asString(v[5])),
+		Attempts: int(asInt(v[6])), RetryCount: int(asInt(v[7])), Latency: time.Duration(asInt(v[8])),
+		Usage:   rawUsage(v[9], v[10], v[11]),
+		TraceID: asString(v[12]), CacheHit: asInt(v[13]) != 0,
+		StartedAt: rawMicros(v[14]), CompletedAt: rawMicros(v[15]),
+	}
+	if v[16] != nil {
+		r.Item = &evalrun.Item{ID: itemID, Input: asBytes(v[17]), Expected: asBytes(v[18])}
+	}
+	return asBytes(v[19]), nil
+}
+
+// scoreFromRow sets sc from a row of the scores query.
+func scoreFromRow(sc *evalrun.ScorerResult, v []driver.Value) error {
+	name, ok := v[2].(string)
+	if !ok {
+		return fmt.Errorf("scorer is %T", v[2])
+	}
+	*sc = evalrun.ScorerResult{
+		Scorer: name, Score: asFloatPtr(v[3]), Passed: asInt(v[4]) != 0, Reason: asString(v[5]),
+		Error: asString(v[6]), ErrorKind: evalrun.ErrorKind(asString(v[7])), Usage: rawUsage(v[8], v[9], v[10]),
+	}
+	return nil
+}
+
+// Conversions of the driver's values (int64, float64, string, []byte or
+// nil for the columns read here); NULL gives the zero value.
+
+func asInt(v driver.Value) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	case bool:
+		if v {
+			return 1
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scan results of run %q: %w", runID, err)
+	return 0
+}
+
+func asString(v driver.Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
 	}
-	return emit()
+	return ""
+}
+
+// asBytes returns a BLOB's bytes (the driver's own copy), nil for NULL and
+// for an empty BLOB.
+func asBytes(v driver.Value) []byte {
+	switch v := v.(type) {
+	case []byte:
+		if len(v) > 0 {
+			return v
+		}
+	case string:
+		if v != "" {
+			return []byte(v)
+		}
+	}
+	return nil
+}
+
+func asFloatPtr(v driver.Value) *float64 {
+	switch v := v.(type) {
+	case float64:
+		return &v
+	case int64:
+		f := float64(v)
+		return &f
+	}
+	return nil
+}
+
+func asIntPtr(v driver.Value) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := asInt(v)
+	return &n
+}
+
+func rawUsage(in, out, cost driver.Value) evalrun.Usage {
+	return evalrun.Usage{InputTokens: asIntPtr(in), OutputTokens: asIntPtr(out), CostUSD: asFloatPtr(cost)}
+}
+
+// rawMicros is fromMicros of a driver value.
+func rawMicros(v driver.Value) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return time.UnixMicro(asInt(v)).UTC()
 }
 
 // sortScores orders scores by their scorer's position in order (the run's

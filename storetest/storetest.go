@@ -59,6 +59,8 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultFieldsRoundTrip", testResultFieldsRoundTrip},
 		{"OutputsByteExact", testOutputsByteExact},
 		{"ScanResultsStops", testScanResultsStops},
+		{"ScanResultsScores", testScanResultsScores},
+		{"ScanResultsLong", testScanResultsLong},
 		{"ResultsOfRunsApart", testResultsOfRunsApart},
 		{"WriteResultsConcurrent", testWriteResultsConcurrent},
 		{"WriteResultsUnknownRun", testWriteResultsUnknownRun},
