@@ -5,6 +5,8 @@
 //	EVALRUN_CPUPROFILE=FILE   a CPU profile of the whole process
 //	EVALRUN_HEAPPROFILE=FILE  a heap profile taken when the heap in use
 //	                          was at its highest (sampled every 100 ms)
+//	EVALRUN_HEAPPROFILE_AT=D  take it after D (e.g. 20s) instead: the live
+//	                          heap of the most recent GC at that moment
 //	EVALRUN_MEMSTATS=1        the peak heap and runtime totals on stderr
 //
 // bench/cmd/workload builds it instead of cmd/evalrun with -profile DIR.
@@ -82,13 +84,19 @@ func watchHeap(path string, memstats bool, done <-chan struct{}, finished chan<-
 	}
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
 	var peakLive, peakTotal, written uint64
+	at, _ := time.ParseDuration(os.Getenv("EVALRUN_HEAPPROFILE_AT"))
+	start := time.Now()
+	var peakAt time.Duration
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		metrics.Read(sample)
 		live, total := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+		if total > peakTotal {
+			peakAt = time.Since(start)
+		}
 		peakLive, peakTotal = max(peakLive, live), max(peakTotal, total)
-		if path != "" && live > written+written/10 {
+		if path != "" && (at == 0 && live > written+written/10 || at > 0 && written == 0 && time.Since(start) >= at) {
 			if f, err := os.Create(path); err == nil {
 				pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
@@ -98,8 +106,8 @@ func watchHeap(path string, memstats bool, done <-chan struct{}, finished chan<-
 		select {
 		case <-done:
 			if memstats {
-				fmt.Fprintf(os.Stderr, "evalrunprof: peak heap objects %.1f MB, peak runtime total %.1f MB\n",
-					float64(peakLive)/(1<<20), float64(peakTotal)/(1<<20))
+				fmt.Fprintf(os.Stderr, "evalrunprof: peak heap objects %.1f MB, peak runtime total %.1f MB at %.1fs\n",
+					float64(peakLive)/(1<<20), float64(peakTotal)/(1<<20), peakAt.Seconds())
 			}
 			return
 		case <-tick.C:

@@ -239,7 +239,14 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
 	stderr.start = start
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("starting evalrun: %w", err)
+	}
+	polled := make(chan [2]float64, 1)
+	go pollRSS(cmd.Process.Pid, polled)
+	err = cmd.Wait()
+	split := <-polled
+	res.RSSAnonMB, res.RSSFileMB = split[0], split[1]
 	res.Wall = time.Since(start)
 	res.MockCPU = selfCPU() - selfBefore
 	res.Setup = stderr.first
@@ -359,6 +366,31 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// pollRSS samples /proc/PID/status every 20 ms until the process is gone
+// and sends the peaks of RssAnon and RssFile (MB): the heap (Go's and
+// SQLite's) and the resident part of the binary.
+func pollRSS(pid int, out chan<- [2]float64) {
+	var peak [2]float64
+	defer func() { out <- peak }()
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	for range 200_000 { // bounded: over an hour
+		b, err := os.ReadFile(path)
+		if err != nil || strings.Contains(string(b), "State:\tZ") {
+			return
+		}
+		for line := range strings.Lines(string(b)) {
+			for i, key := range []string{"RssAnon:", "RssFile:"} {
+				if rest, ok := strings.CutPrefix(line, key); ok {
+					if kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64); err == nil {
+						peak[i] = max(peak[i], kb/1024)
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // firstWrite collects a process's standard error and when its first
 // bytes came (evalrun's "run <ID> started" line: start-up, store opening
 // and dataset import are done by then).
@@ -384,8 +416,11 @@ func (w *firstWrite) Bytes() []byte { return w.buf.Bytes() }
 type Result struct {
 	Wall time.Duration
 	// Setup is the time to evalrun's first line on stderr.
-	Setup                      time.Duration
-	RSSMB, CPU, MockCPU        float64
+	Setup               time.Duration
+	RSSMB, CPU, MockCPU float64
+	// RSSAnonMB and RSSFileMB are the sampled peaks of the anonymous
+	// (heaps) and file-backed (the binary) resident memory.
+	RSSAnonMB, RSSFileMB       float64
 	MockRequests, PeakInFlight int64
 	Status                     map[string]int64
 	// Passed, Succeeded and Failed come from the run's report; -1 when
@@ -419,6 +454,8 @@ func Median(runs []Result) Result {
 	m.Wall = time.Duration(pick(func(r Result) float64 { return float64(r.Wall) }))
 	m.Setup = time.Duration(pick(func(r Result) float64 { return float64(r.Setup) }))
 	m.RSSMB = pick(func(r Result) float64 { return r.RSSMB })
+	m.RSSAnonMB = pick(func(r Result) float64 { return r.RSSAnonMB })
+	m.RSSFileMB = pick(func(r Result) float64 { return r.RSSFileMB })
 	m.CPU = pick(func(r Result) float64 { return r.CPU })
 	m.MockCPU = pick(func(r Result) float64 { return r.MockCPU })
 	m.Load1 = pick(func(r Result) float64 { return r.Load1 })
@@ -440,6 +477,7 @@ func (r Result) Line(w Workload) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s items=%d lat_ms=%d conc=%d wall_s=%.3f rss_mb=%.1f items_per_s=%.0f",
 		w.Name, w.Items, w.Mock.Latency.Milliseconds(), w.Concurrency, r.Wall.Seconds(), r.RSSMB, float64(w.Items)/r.Wall.Seconds())
+	fmt.Fprintf(&b, " rss_anon_mb=%.1f rss_file_mb=%.1f", r.RSSAnonMB, r.RSSFileMB)
 	if ideal := w.Ideal(); ideal > 0 {
 		fmt.Fprintf(&b, " ideal_s=%.2f ratio=%.3f", ideal.Seconds(), r.Wall.Seconds()/ideal.Seconds())
 	} else {
