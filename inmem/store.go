@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -56,6 +57,12 @@ type runRec struct {
 	info    evalrun.Run
 	results map[resultKey]*evalrun.ItemResult
 	report  []byte // the stored final report (ReportStore); nil: none
+
+	// sorted caches results ordered by (index, repeat) between writes, so
+	// that scans of a finished run do not sort it again. WriteResults
+	// (holding the store's lock) clears it; a scan (holding the read lock)
+	// fills it. The slice is never modified once stored.
+	sorted atomic.Pointer[[]*evalrun.ItemResult]
 }
 
 // New returns an empty store.
@@ -355,12 +362,14 @@ func (s *Store) WriteResults(_ context.Context, results []*evalrun.ItemResult) e
 			rec = s.runs[c.RunID]
 		}
 		rec.results[resultKey{c.Index, c.Repeat}] = c
+		rec.sorted.Store(nil)
 	}
 	return nil
 }
 
-// snapshot returns the run's results ordered by (index, repeat), the
-// run's scorer order and the items of its pinned version by id.
+// snapshot returns the run's results ordered by (index, repeat) (sorted
+// once after each write, then cached), the run's scorer order and the items
+// of its pinned version by id.
 func (s *Store) snapshot(runID string) ([]*evalrun.ItemResult, *evalrun.Run, map[string]*evalrun.Item, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -368,9 +377,18 @@ func (s *Store) snapshot(runID string) ([]*evalrun.ItemResult, *evalrun.Run, map
 	if rec == nil {
 		return nil, nil, nil, fmt.Errorf("run %q: %w", runID, evalrun.ErrNotFound)
 	}
-	list := make([]*evalrun.ItemResult, 0, len(rec.results))
-	for _, r := range rec.results {
-		list = append(list, r)
+	var list []*evalrun.ItemResult
+	if p := rec.sorted.Load(); p != nil {
+		list = *p
+	} else {
+		list = make([]*evalrun.ItemResult, 0, len(rec.results))
+		for _, r := range rec.results {
+			list = append(list, r)
+		}
+		slices.SortFunc(list, func(a, b *evalrun.ItemResult) int {
+			return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Repeat, b.Repeat))
+		})
+		rec.sorted.Store(&list)
 	}
 	var byID map[string]*evalrun.Item
 	if v, err := s.version(rec.info.Dataset, rec.info.DatasetVersion); rec.info.DatasetVersion > 0 && err == nil {
@@ -382,11 +400,7 @@ func (s *Store) snapshot(runID string) ([]*evalrun.ItemResult, *evalrun.Run, map
 		})
 		byID = v.byID
 	}
-	run := copyRun(&rec.info)
-	slices.SortFunc(list, func(a, b *evalrun.ItemResult) int {
-		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Repeat, b.Repeat))
-	})
-	return list, run, byID, nil
+	return list, copyRun(&rec.info), byID, nil
 }
 
 // ScanResults implements [evalrun.RunStore]. It holds the lock only to take
