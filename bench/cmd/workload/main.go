@@ -50,7 +50,7 @@ func main() {
 type config struct {
 	repo, rev, bin, tmp, profile, target string
 	extra                                []string
-	reps                                 int
+	reps, items                          int
 	timeout                              time.Duration
 	keep                                 bool
 }
@@ -61,6 +61,7 @@ func run() error {
 	flag.StringVar(&c.repo, "repo", ".", "the evalrun module to build")
 	flag.StringVar(&c.rev, "rev", "", "build this git revision (git archive into the temporary folder) instead of the working tree")
 	flag.StringVar(&c.bin, "evalrun", "", "use this evalrun binary instead of building one")
+	flag.IntVar(&c.items, "items", 0, "override the workloads' item counts (e.g. to see how memory grows with them)")
 	flag.IntVar(&c.reps, "reps", envInt("REPS", 1), "runs per workload; the line gives medians (default $REPS or 1)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
@@ -137,6 +138,9 @@ func run() error {
 	for _, w := range ws {
 		if c.target != "openai" {
 			w.Name += "-" + c.target
+		}
+		if c.items > 0 {
+			w.Items = c.items
 		}
 		res, err := runWorkload(c, w)
 		if err != nil {
