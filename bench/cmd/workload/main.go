@@ -52,7 +52,7 @@ type config struct {
 	extra                                []string
 	reps, items                          int
 	timeout                              time.Duration
-	keep                                 bool
+	keep, baseline                       bool
 }
 
 func run() error {
@@ -64,6 +64,7 @@ func run() error {
 	flag.IntVar(&c.items, "items", 0, "override the workloads' item counts (e.g. to see how memory grows with them)")
 	flag.IntVar(&c.reps, "reps", envInt("REPS", 1), "runs per workload; the line gives medians (default $REPS or 1)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "kill a run after this long")
+	flag.BoolVar(&c.baseline, "baseline", false, "also run each workload's requests with a bare Go client (the floor on this machine), once per rep")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
 	flag.StringVar(&c.profile, "profile", "", "build bench/cmd/evalrunprof (evalrun with profiles) and write DIR/<workload>.cpu.pprof and .heap.pprof (the last rep's)")
 	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions) or http (its /echo)")
@@ -201,6 +202,15 @@ func runWorkload(c config, w Workload) (Result, error) {
 
 	var runs []Result
 	for rep := range c.reps {
+		if c.baseline {
+			srv.ResetStats()
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			wall, passed, err := Baseline(ctx, w, "http://"+ln.Addr().String())
+			cancel()
+			st := srv.Stats()
+			fmt.Fprintf(os.Stderr, "# rep %d %s-baseline items=%d wall_s=%.3f ratio=%s passed=%d peak_inflight=%d err=%v load1=%.2f\n",
+				rep+1, w.Name, w.Items, wall.Seconds(), ratio(wall, w.Ideal()), passed, st.PeakInFlight, err, load1())
+		}
 		srv.ResetStats()
 		r, err := runOnce(c, w, srv, dir, suite, rep)
 		if err != nil {
@@ -361,6 +371,13 @@ func load1() float64 {
 		return -1
 	}
 	return f
+}
+
+func ratio(wall, ideal time.Duration) string {
+	if ideal <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", wall.Seconds()/ideal.Seconds())
 }
 
 func envInt(name string, def int) int {
