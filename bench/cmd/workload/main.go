@@ -235,6 +235,7 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 		return Result{}, err
 	}
 	defer stdout.Close()
+	out := &firstWrite{}
 	stderr := &firstWrite{}
 
 	res := Result{Load1: load1()}
@@ -242,7 +243,7 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, stderr
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, stderr
 	cmd.Env = append(os.Environ(), "BENCH_MOCK_API_KEY=sk-mock", "OPENAI_API_KEY=sk-mock")
 	if c.profile != "" {
 		cmd.Env = append(cmd.Env, "EVALRUN_MEMSTATS=1",
@@ -252,7 +253,7 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
-	stderr.start = start
+	stderr.start, out.start = start, start
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("starting evalrun: %w", err)
 	}
@@ -264,6 +265,12 @@ func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int)
 	res.Wall = time.Since(start)
 	res.MockCPU = selfCPU() - selfBefore
 	res.Setup = stderr.first
+	if out.buf.Len() > 0 {
+		res.Tail = res.Wall - out.first
+	}
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		return Result{}, err
+	}
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-%d.txt", rep)), stderr.Bytes(), 0o644)
 	if m := memstatsLine.FindString(stderr.String()); m != "" {
 		fmt.Fprintf(os.Stderr, "# %s: %s\n", w.Name, m)
@@ -437,7 +444,10 @@ func (w *firstWrite) Bytes() []byte { return w.buf.Bytes() }
 type Result struct {
 	Wall time.Duration
 	// Setup is the time to evalrun's first line on stderr.
-	Setup               time.Duration
+	Setup time.Duration
+	// Tail is the time from evalrun's first byte on stdout (the report,
+	// once the run is over) to its exit.
+	Tail                time.Duration
 	RSSMB, CPU, MockCPU float64
 	// RSSAnonMB and RSSFileMB are the sampled peaks of the anonymous
 	// (heaps) and file-backed (the binary) resident memory.
@@ -474,6 +484,7 @@ func Median(runs []Result) Result {
 	}
 	m.Wall = time.Duration(pick(func(r Result) float64 { return float64(r.Wall) }))
 	m.Setup = time.Duration(pick(func(r Result) float64 { return float64(r.Setup) }))
+	m.Tail = time.Duration(pick(func(r Result) float64 { return float64(r.Tail) }))
 	m.RSSMB = pick(func(r Result) float64 { return r.RSSMB })
 	m.RSSAnonMB = pick(func(r Result) float64 { return r.RSSAnonMB })
 	m.RSSFileMB = pick(func(r Result) float64 { return r.RSSFileMB })
@@ -504,7 +515,7 @@ func (r Result) Line(w Workload) string {
 	} else {
 		b.WriteString(" ideal_s=0 ratio=-")
 	}
-	fmt.Fprintf(&b, " setup_s=%.3f cpu_s=%.2f mock_cpu_s=%.2f mock_requests=%d peak_inflight=%d", r.Setup.Seconds(), r.CPU, r.MockCPU, r.MockRequests, r.PeakInFlight)
+	fmt.Fprintf(&b, " setup_s=%.3f tail_s=%.3f cpu_s=%.2f mock_cpu_s=%.2f mock_requests=%d peak_inflight=%d", r.Setup.Seconds(), r.Tail.Seconds(), r.CPU, r.MockCPU, r.MockRequests, r.PeakInFlight)
 	if len(r.Status) > 0 && (len(r.Status) > 1 || r.Status["200"] == 0) {
 		codes := make([]string, 0, len(r.Status))
 		for k, v := range r.Status {
