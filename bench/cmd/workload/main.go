@@ -57,7 +57,8 @@ type config struct {
 
 func run() error {
 	var c config
-	var extra string
+	var extra, clientURL string
+	flag.StringVar(&clientURL, "client", "", "internal: be the bare client of -baseline against this mock URL, for workload ARG")
 	flag.StringVar(&c.repo, "repo", ".", "the evalrun module to build")
 	flag.StringVar(&c.rev, "rev", "", "build this git revision (git archive into the temporary folder) instead of the working tree")
 	flag.StringVar(&c.bin, "evalrun", "", "use this evalrun binary instead of building one")
@@ -75,6 +76,9 @@ func run() error {
 	}
 	flag.Parse()
 	c.extra = strings.Fields(extra)
+	if clientURL != "" {
+		return clientMode(clientURL, flag.Args())
+	}
 	if c.target != "openai" && c.target != "http" {
 		return fmt.Errorf("-target %q: openai or http", c.target)
 	}
@@ -203,13 +207,9 @@ func runWorkload(c config, w Workload) (Result, error) {
 	var runs []Result
 	for rep := range c.reps {
 		if c.baseline {
-			srv.ResetStats()
-			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-			wall, passed, err := Baseline(ctx, w, "http://"+ln.Addr().String())
-			cancel()
-			st := srv.Stats()
-			fmt.Fprintf(os.Stderr, "# rep %d %s-baseline items=%d wall_s=%.3f ratio=%s passed=%d peak_inflight=%d err=%v load1=%.2f\n",
-				rep+1, w.Name, w.Items, wall.Seconds(), ratio(wall, w.Ideal()), passed, st.PeakInFlight, err, load1())
+			if err := baselineProcess(c, w, srv, "http://"+ln.Addr().String(), rep); err != nil {
+				return Result{}, err
+			}
 		}
 		srv.ResetStats()
 		r, err := runOnce(c, w, srv, dir, suite, rep)
@@ -378,6 +378,56 @@ func load1() float64 {
 		return -1
 	}
 	return f
+}
+
+// baselineProcess runs this program as the bare client of [Baseline] in
+// a process of its own, like evalrun, and prints its whole-process wall
+// time.
+func baselineProcess(c config, w Workload, srv *mock.Server, base string, rep int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	srv.ResetStats()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "-client", base, "-items", strconv.Itoa(w.Items), w.Name)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("baseline client: %w", err)
+	}
+	var rss float64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024
+	}
+	st := srv.Stats()
+	fmt.Fprintf(os.Stderr, "# rep %d %s-baseline items=%d wall_s=%.3f rss_mb=%.1f ratio=%s peak_inflight=%d load1=%.2f %s\n",
+		rep+1, w.Name, w.Items, wall.Seconds(), rss, ratio(wall, w.Ideal()), st.PeakInFlight, load1(), strings.TrimSpace(string(out)))
+	return nil
+}
+
+// clientMode is the child side of baselineProcess.
+func clientMode(base string, args []string) error {
+	if len(args) != 1 {
+		return errors.New("-client needs one workload name")
+	}
+	w, ok := Find(args[0])
+	if !ok {
+		return fmt.Errorf("unknown workload %q", args[0])
+	}
+	if f := flag.Lookup("items"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			w.Items = n
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	wall, passed, err := Baseline(ctx, w, base)
+	fmt.Printf("client_wall_s=%.3f passed=%d err=%v\n", wall.Seconds(), passed, err)
+	return nil
 }
 
 func ratio(wall, ideal time.Duration) string {
