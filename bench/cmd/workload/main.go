@@ -399,13 +399,13 @@ func baselineProcess(c config, w Workload, srv *mock.Server, base string, rep in
 	if err != nil {
 		return fmt.Errorf("baseline client: %w", err)
 	}
-	var rss float64
+	var rss, cpu float64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024
+		rss, cpu = float64(ru.Maxrss)/1024, tv(ru.Utime)+tv(ru.Stime)
 	}
 	st := srv.Stats()
-	fmt.Fprintf(os.Stderr, "# rep %d %s-baseline items=%d wall_s=%.3f rss_mb=%.1f ratio=%s peak_inflight=%d load1=%.2f %s\n",
-		rep+1, w.Name, w.Items, wall.Seconds(), rss, ratio(wall, w.Ideal()), st.PeakInFlight, load1(), strings.TrimSpace(string(out)))
+	fmt.Fprintf(os.Stderr, "# rep %d %s-baseline items=%d wall_s=%.3f rss_mb=%.1f ratio=%s cpu_s=%.2f peak_inflight=%d load1=%.2f %s\n",
+		rep+1, w.Name, w.Items, wall.Seconds(), rss, ratio(wall, w.Ideal()), cpu, st.PeakInFlight, load1(), strings.TrimSpace(string(out)))
 	return nil
 }
 
