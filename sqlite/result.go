@@ -214,11 +214,14 @@ func checkRuns(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) e
 }
 
 // scanBatch is how many results the reading goroutine of ScanResults hands
-// over at a time; scanAhead batches may wait, so a scan holds at most
-// (scanAhead+2)·scanBatch results whatever the run's size.
+// over at a time, at most; scanAhead batches may wait, so a scan holds at
+// most (scanAhead+2)·scanBatch results whatever the run's size. Batches
+// start at firstBatch results and double, so that a scan stopped after a
+// page (the viewer's items pages) reads little ahead.
 const (
-	scanBatch = 256
-	scanAhead = 2
+	firstBatch = 16
+	scanBatch  = 256
+	scanAhead  = 1
 )
 
 // Columns of the two queries of ScanResults, read through the driver.
@@ -226,8 +229,9 @@ const (
 	scanResultColumns = `r.idx, r.rep, r.item_id, r.output, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
 		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
 		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata`
-	nResultColumns   = 20
-	scanScoreColumns = `s.idx, s.rep, s.scorer, s.score, s.passed, NULLIF(s.reason, ''), NULLIF(s.error, ''),
+	nResultColumns = 20
+	// The columns of a score after its key (idx, rep).
+	scanScoreValues = `s.scorer, s.score, s.passed, NULLIF(s.reason, ''), NULLIF(s.error, ''),
 		NULLIF(s.error_kind, ''), s.input_tokens, s.output_tokens, s.cost_usd`
 	nScoreColumns = 11
 )
@@ -390,13 +394,17 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 		// per failed result.
 		var scores driver.Rows
 		if q.FailedOnly {
-			scores, err = qc.QueryContext(ctx, `SELECT `+scanScoreColumns+`
-				FROM (SELECT idx, rep FROM results WHERE run_id = ?1 AND idx >= ?2 AND error != ''
-					ORDER BY idx, rep LIMIT ?3) r
-				JOIN scores s ON s.run_id = ?1 AND s.idx = r.idx AND s.rep = r.rep
-				ORDER BY s.idx, s.rep, s.pos`, args(runID, int64(q.FromIndex), int64(limit)))
+			// Results stay the outer loop (a LEFT JOIN keeps its order): a
+			// primary key lookup of scores per failed result, and a row
+			// (with no scorer) for a failed result without scores, so that
+			// this query advances with the results query instead of
+			// searching the rest of the run for the next score.
+			scores, err = qc.QueryContext(ctx, `SELECT r.idx, r.rep, `+scanScoreValues+`
+				FROM results r LEFT JOIN scores s ON s.run_id = ?1 AND s.idx = r.idx AND s.rep = r.rep
+				WHERE r.run_id = ?1 AND r.idx >= ?2 AND r.error != ''
+				ORDER BY r.idx, r.rep, s.pos`, args(runID, int64(q.FromIndex)))
 		} else {
-			scores, err = qc.QueryContext(ctx, `SELECT `+scanScoreColumns+`
+			scores, err = qc.QueryContext(ctx, `SELECT s.idx, s.rep, `+scanScoreValues+`
 				FROM scores s WHERE s.run_id = ?1 AND s.idx >= ?2 ORDER BY s.idx, s.rep, s.pos`,
 				args(runID, int64(q.FromIndex)))
 		}
@@ -405,17 +413,24 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 		}
 		defer scores.Close()
 		sc := rawScores{rows: scores}
+		size := firstBatch
 		newBatch := func() *rawBatch {
 			return &rawBatch{
-				res:    make([]driver.Value, 0, scanBatch*nResultColumns),
-				scores: make([]driver.Value, 0, scanBatch*max(len(run.Scorers), 1)*nScoreColumns),
-				from:   append(make([]int, 0, scanBatch+1), 0),
+				res:    make([]driver.Value, 0, size*nResultColumns),
+				scores: make([]driver.Value, 0, size*max(len(run.Scorers), 1)*nScoreColumns),
+				from:   append(make([]int, 0, size+1), 0),
 			}
 		}
 		b := newBatch()
+		done := ctx.Done()
 		for {
+			select {
+			case <-done: // the scan stopped (or was canceled): read no further
+				return ctx.Err()
+			default:
+			}
 			n := len(b.res)
-			b.res = b.res[:n+nResultColumns] // within the capacity of scanBatch rows
+			b.res = b.res[:n+nResultColumns] // within the capacity of size rows
 			if err := rows.Next(b.res[n:]); err == io.EOF {
 				b.res = b.res[:n]
 				break
@@ -427,13 +442,11 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 				return fmt.Errorf("scan scores of run %q: %w", runID, err)
 			}
 			b.from = append(b.from, len(b.scores)/nScoreColumns)
-			if b.len() == scanBatch {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+			if b.len() == size {
 				if !send(b) {
 					return nil
 				}
+				size = min(2*size, scanBatch)
 				b = newBatch()
 			}
 		}
@@ -474,7 +487,7 @@ func (c *rawScores) appendScores(dst []driver.Value, idx, rep int64) ([]driver.V
 		if i > idx || i == idx && r > rep {
 			break
 		}
-		if i == idx && r == rep {
+		if i == idx && r == rep && c.row[2] != nil { // no scorer: a result without scores
 			dst = append(dst, c.row...)
 		}
 		c.have = false
