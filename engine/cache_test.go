@@ -4,37 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/inmem"
 )
-
-// memCache is a ResponseCache in a map.
-type memCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (c *memCache) GetCached(_ context.Context, key string) ([]byte, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[key]
-	return v, ok, nil
-}
-
-func (c *memCache) PutCached(_ context.Context, key string, v []byte, _ time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string][]byte{}
-	}
-	c.m[key] = v
-	return nil
-}
 
 func TestResponseCache(t *testing.T) {
 	var calls atomic.Int64
@@ -46,7 +22,7 @@ func TestResponseCache(t *testing.T) {
 		}
 		return evalrun.Output{Value: evalrun.String(fmt.Sprintf("%s#%d", evalrun.Text(it.Input), n))}, nil
 	})
-	c := &memCache{}
+	c := inmem.New() // its response cache
 	run := func(key string) *evalrun.Summary {
 		return mustRun(t, context.Background(), nil, engine.Spec{
 			Items: items(10), Target: target, Scorers: []evalrun.Scorer{exact},
