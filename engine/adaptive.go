@@ -9,34 +9,51 @@ import (
 )
 
 // probeFactor: after probeFactor × limit successes in a row at the
-// ceiling learnt from a 429, the ceiling is raised by one to find out
+// ceiling learnt from 429s, the ceiling is raised by one to find out
 // whether the server now takes more.
 const probeFactor = 50
 
+// decayEvery: the per-level outcome counts are halved every decayEvery ×
+// Concurrency calls, so the limit follows a server whose capacity changes.
+const decayEvery = 64
+
 // adaptiveLimit caps the target calls in flight and adapts the cap to the
-// server's 429s (AIMD, as TCP does): a 429 halves it (at most once per
-// window of limit completions, so one burst is one cut) and remembers the
-// in-flight level that provoked it as a ceiling; every limit successes in
-// a row add one, up to the ceiling and never above the configured
-// concurrency; a long streak at the ceiling probes one higher.
+// server's 429s (AIMD, as TCP does), telling a server at capacity from one
+// that refuses a share of calls at random:
+//
+//   - it counts, per in-flight level (how many calls were in flight when a
+//     call started), the calls that succeeded and those answered 429;
+//   - a 429 when most calls started at its level or above were refused
+//     (two refusals at least) means capacity: the
+//     cap is halved (at most once per window of limit completions, so one
+//     burst is one cut), and the ceiling becomes the highest lower level
+//     where most calls succeeded;
+//   - a 429 at a level where most calls succeed is noise (a per-minute
+//     quota's edge, a server refusing a few calls at random) and cuts
+//     nothing: retries handle it;
+//   - every limit successes in a row add one to the cap, up to the ceiling
+//     and never above the configured concurrency; a long streak at the
+//     ceiling probes one higher.
 //
 // A nil *adaptiveLimit does nothing: adaptive concurrency is off.
 type adaptiveLimit struct {
-	mu        sync.Mutex
-	cond      *sync.Cond
-	max       int
-	limit     int
-	ceiling   int
-	inflight  int
-	streak    int // successes in a row since the last change
-	sinceCut  int // completions since the last cut
-	cuts      int
-	atLimit   []int64 // attempts started at each limit, for the settled value
-	lastLevel int
+	mu       sync.Mutex
+	cond     *sync.Cond
+	max      int
+	limit    int
+	ceiling  int
+	inflight int
+	streak   int // successes in a row since the last change
+	sinceCut int // completions since the last cut
+	// ok and refused count outcomes per in-flight level (decayed).
+	ok, refused []float64
+	calls       int     // since the last decay
+	atLimit     []int64 // attempts started at each limit, for the settled value
 }
 
 func newAdaptiveLimit(max int) *adaptiveLimit {
-	a := &adaptiveLimit{max: max, limit: max, ceiling: max, sinceCut: max, atLimit: make([]int64, max+1)}
+	a := &adaptiveLimit{max: max, limit: max, ceiling: max, sinceCut: max,
+		ok: make([]float64, max+1), refused: make([]float64, max+1), atLimit: make([]int64, max+1)}
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
@@ -78,16 +95,17 @@ func (a *adaptiveLimit) release(level int, err error) {
 	defer a.mu.Unlock()
 	a.inflight--
 	a.sinceCut++
+	level = min(max(level, 1), a.max)
 	switch {
 	case rateLimited(err):
-		a.streak = 0
-		if a.sinceCut >= a.limit {
-			a.ceiling = max(1, level-1)
+		a.refused[level]++
+		if a.sinceCut >= a.limit && a.atCapacity(level) {
+			a.ceiling = a.highestGoodBelow(level)
 			a.limit = max(1, min(a.limit/2, a.ceiling))
-			a.sinceCut = 0
-			a.cuts++
+			a.sinceCut, a.streak = 0, 0
 		}
 	case err == nil:
+		a.ok[level]++
 		a.streak++
 		if a.limit < a.ceiling && a.streak >= a.limit {
 			a.limit++
@@ -97,7 +115,35 @@ func (a *adaptiveLimit) release(level int, err error) {
 			a.streak = 0
 		}
 	}
+	if a.calls++; a.calls >= decayEvery*a.max {
+		for l := range a.ok {
+			a.ok[l], a.refused[l] = a.ok[l]/2, a.refused[l]/2
+		}
+		a.calls = 0
+	}
 	a.cond.Broadcast()
+}
+
+// atCapacity reports whether calls started at level or above were mostly
+// refused, on the evidence of at least two refusals (one refusal among no
+// successes yet proves nothing).
+func (a *adaptiveLimit) atCapacity(level int) bool {
+	var ok, refused float64
+	for l := level; l <= a.max; l++ {
+		ok, refused = ok+a.ok[l], refused+a.refused[l]
+	}
+	return refused >= 2 && refused >= ok
+}
+
+// highestGoodBelow returns the highest level under level at which most
+// calls succeeded, or level−1 when no lower level has been seen yet.
+func (a *adaptiveLimit) highestGoodBelow(level int) int {
+	for l := level - 1; l >= 1; l-- {
+		if a.ok[l] > a.refused[l] {
+			return l
+		}
+	}
+	return max(1, level-1)
 }
 
 // current returns the cap now.

@@ -75,3 +75,36 @@ func TestAdaptiveConcurrencySettlesBelowCapacity(t *testing.T) {
 		t.Fatalf("adaptive drew %d 429s, fixed %d: adapting did not spare the server", adaptive429, fixed.n429.Load())
 	}
 }
+
+// randomRefusals answers 429 to one call in twenty whatever the load, as
+// a flaky gateway does; capacity is not the problem.
+type randomRefusals struct{ calls atomic.Int64 }
+
+func (r *randomRefusals) Execute(ctx context.Context, it *evalrun.Item) (evalrun.Output, error) {
+	if r.calls.Add(1)%20 == 7 {
+		return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorTransient, StatusCode: 429, Err: errors.New("too many requests")}
+	}
+	select {
+	case <-time.After(time.Millisecond):
+	case <-ctx.Done():
+		return evalrun.Output{}, ctx.Err()
+	}
+	return evalrun.Output{Value: it.Input}, nil
+}
+
+// 429s at a level where most calls succeed are noise: retries handle them
+// and the concurrency stays up.
+func TestAdaptiveConcurrencyIgnoresRandomRefusals(t *testing.T) {
+	target := &randomRefusals{}
+	s := mustRun(t, context.Background(), nil, engine.Spec{
+		Items: items(2000), Target: target,
+		Options: engine.Options{Concurrency: 20, MaxRetries: 10, RetryDelay: -1},
+	})
+	if s.Succeeded != 2000 {
+		t.Fatalf("%d succeeded, %d failed; want all 2000", s.Succeeded, s.Failed)
+	}
+	if s.Concurrency < 15 {
+		t.Fatalf("settled at concurrency %d under 5%% random 429s; want it to stay near 20", s.Concurrency)
+	}
+	t.Logf("random refusals: settled %d, %d calls", s.Concurrency, target.calls.Load())
+}
