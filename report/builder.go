@@ -38,7 +38,7 @@ type Builder struct {
 
 	names      []string
 	namePtrs   []*string
-	kinds      map[evalrun.ErrorKind]*evalrun.ErrorKind
+	kinds      kindSet
 	thresholds []float64
 	index      map[string]int
 	overall    []*scoreAcc
@@ -154,7 +154,7 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 	b := &Builder{
 		run:            run,
 		index:          make(map[string]int, len(run.Scorers)),
-		kinds:          make(map[evalrun.ErrorKind]*evalrun.ErrorKind),
+		kinds:          make(kindSet),
 		cohorts:        make(map[string]*cohortAcc),
 		failures:       []Failure{},
 		failuresSorted: true,
@@ -204,18 +204,86 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 	return b.Report(), nil
 }
 
-// kindPtr returns a shared pointer to kind, permanent when empty.
-func (b *Builder) kindPtr(kind evalrun.ErrorKind) *evalrun.ErrorKind {
+// kindSet interns error kinds: one shared pointer per kind, so that rows
+// and failures do not each allocate one.
+type kindSet map[evalrun.ErrorKind]*evalrun.ErrorKind
+
+// ptr returns the shared pointer to kind, permanent when empty.
+func (ks kindSet) ptr(kind evalrun.ErrorKind) *evalrun.ErrorKind {
 	if kind == "" {
 		kind = evalrun.ErrorPermanent
 	}
-	p := b.kinds[kind]
+	p := ks[kind]
 	if p == nil {
 		k := kind // a fresh variable: &kind would move every call's argument to the heap
 		p = &k
-		b.kinds[kind] = p
+		ks[kind] = p
 	}
 	return p
+}
+
+// rowOf returns the report row of result r: the one conversion of an
+// [evalrun.ItemResult] into an [ItemRow], used by the [Builder] and by the
+// streaming renderers ([WriteJSONStream], [WriteJUnitStream]). Error kinds
+// are interned in kinds. The row shares r's raw JSON values when they are
+// valid JSON.
+func rowOf(r *evalrun.ItemResult, kinds kindSet) ItemRow {
+	row := ItemRow{
+		Index: r.Index, Repeat: r.Repeat, ID: resultID(r), Tags: tagsOf(r.Item),
+		Output: validJSON(r.Output), RetryCount: r.RetryCount,
+		Adversarial: adversarialOf(metadataOf(r)), Scores: make(ItemScores, 0, len(r.Scores)),
+	}
+	if r.Item != nil {
+		row.Input = validJSON(r.Item.Input)
+		row.Expected = validJSON(r.Item.Expected)
+	}
+	if r.Failed() {
+		msg := r.Error
+		row.Error, row.ErrorKind = &msg, kinds.ptr(r.ErrorKind)
+	}
+	if r.Latency > 0 {
+		ms := float64(r.Latency) / 1e6
+		row.LatencyMS = &ms
+	}
+	for k := range r.Scores {
+		sr := &r.Scores[k]
+		is := ItemScore{Scorer: sr.Scorer, Score: sr.Score, Passed: sr.Score != nil && sr.Passed}
+		if sr.Score == nil {
+			msg := scoreError(sr)
+			is.Error = &msg
+		}
+		if sr.Reason != "" {
+			reason := sr.Reason
+			is.Reason = &reason
+		}
+		row.Scores = append(row.Scores, is)
+	}
+	return row
+}
+
+// resultID returns the result's item id: its ItemID, else its Item's.
+func resultID(r *evalrun.ItemResult) string {
+	if r.ItemID == "" && r.Item != nil {
+		return r.Item.ID
+	}
+	return r.ItemID
+}
+
+// metadataOf returns the metadata of the result's item, nil without one.
+func metadataOf(r *evalrun.ItemResult) map[string]any {
+	if r.Item == nil {
+		return nil
+	}
+	return r.Item.Metadata
+}
+
+// scoreError returns the error message of a scorer result without a
+// score: its error, "no score" when it has none.
+func scoreError(sr *evalrun.ScorerResult) string {
+	if sr.Error == "" {
+		return "no score"
+	}
+	return sr.Error
 }
 
 func (b *Builder) scorerIndex(name string, threshold float64) int {
@@ -241,7 +309,18 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 	}
 	b.lastIndex, b.lastRepeat = r.Index, r.Repeat
 
-	id := r.ItemID
+	// The row, when kept, is made first: its id, tags and adversarial
+	// info are the ones the aggregates use.
+	var id string
+	var tags []string
+	var adv *AdversarialInfo
+	if b.items != nil {
+		b.items = append(b.items, rowOf(r, b.kinds))
+		row := &b.items[len(b.items)-1]
+		id, tags, adv = row.ID, row.Tags, row.Adversarial
+	} else {
+		id, tags, adv = resultID(r), tagsOf(r.Item), adversarialOf(metadataOf(r))
+	}
 	var idp *string // &id, made once when a failure needs it
 	idPtr := func() *string {
 		if idp == nil {
@@ -250,14 +329,6 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		}
 		return idp
 	}
-	var meta map[string]any
-	if r.Item != nil {
-		if id == "" {
-			id = r.Item.ID
-		}
-		meta = r.Item.Metadata
-	}
-	tags := tagsOf(r.Item)
 
 	// The cohorts this result counts in.
 	var cohorts [8]*cohortAcc
@@ -276,7 +347,6 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		}
 		cs = append(cs, c)
 	}
-	adv := adversarialOf(meta)
 	var advCat *cohortAcc
 	if adv != nil {
 		advCat = b.addAdversarial(adv)
@@ -304,32 +374,10 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		b.failed++
 		b.failures = append(b.failures, Failure{
 			Index: r.Index, ItemID: idPtr(), Repeat: r.Repeat, Stage: StageTarget,
-			Kind: b.kindPtr(r.ErrorKind), Message: r.Error,
+			Kind: b.kinds.ptr(r.ErrorKind), Message: r.Error,
 		})
 	} else {
 		b.succeeded++
-	}
-
-	var row *ItemRow
-	if b.items != nil {
-		b.items = append(b.items, ItemRow{
-			Index: r.Index, Repeat: r.Repeat, ID: id, Tags: tags,
-			Output: validJSON(r.Output), RetryCount: r.RetryCount,
-			Adversarial: adv, Scores: make(ItemScores, 0, len(r.Scores)),
-		})
-		row = &b.items[len(b.items)-1]
-		if r.Item != nil {
-			row.Input = validJSON(r.Item.Input)
-			row.Expected = validJSON(r.Item.Expected)
-		}
-		if failed {
-			msg := r.Error
-			row.Error, row.ErrorKind = &msg, b.kindPtr(r.ErrorKind)
-		}
-		if r.Latency > 0 {
-			ms := float64(r.Latency) / 1e6
-			row.LatencyMS = &ms
-		}
 	}
 
 	for k := range r.Scores {
@@ -344,27 +392,13 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 		for _, c := range cs {
 			c.acc(i).add(sr.Score, passed, hasErr)
 		}
-		var errMsg *string
 		if hasErr {
-			msg := sr.Error
-			if msg == "" {
-				msg = "no score"
-			}
-			errMsg = &msg
 			b.failures = append(b.failures, Failure{
 				Index: r.Index, ItemID: idPtr(), Repeat: r.Repeat, Stage: StageScorer,
-				Scorer: b.namePtrs[i], Kind: b.kindPtr(sr.ErrorKind), Message: msg,
+				Scorer: b.namePtrs[i], Kind: b.kinds.ptr(sr.ErrorKind), Message: scoreError(sr),
 			})
 		}
 		b.usage.addScorer(sr.Usage)
-		if row != nil {
-			is := ItemScore{Scorer: sr.Scorer, Score: sr.Score, Passed: passed, Error: errMsg}
-			if sr.Reason != "" {
-				reason := sr.Reason
-				is.Reason = &reason
-			}
-			row.Scores = append(row.Scores, is)
-		}
 	}
 
 	b.usage.addTarget(r.Usage)

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -11,13 +13,15 @@ import (
 )
 
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr,omitempty"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName  xml.Name `xml:"testsuites"`
+	Name     string   `xml:"name,attr"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Time     string   `xml:"time,attr,omitempty"`
+	// Suites are nil when written: the suite comes after the start
+	// element (see [junitWriter.write]).
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
@@ -29,7 +33,9 @@ type junitSuite struct {
 	Time       string          `xml:"time,attr,omitempty"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
+	// Cases are nil when written: they are streamed after the properties
+	// (see [junitWriter.write]).
+	Cases []junitCase `xml:"testcase"`
 }
 
 type junitProperty struct {
@@ -59,34 +65,120 @@ type junitProblem struct {
 // threshold gives a <failure> (type "threshold") whose text lists every
 // failing scorer with its score, threshold and reason. Skipped items have no
 // result and so no test case; the run's skipped count is a property. It
-// returns [ErrNoItems] for a report built without item rows.
+// returns [ErrNoItems] for a report built without item rows
+// ([WriteJUnitStream] writes one with rows read from storage).
 func WriteJUnit(w io.Writer, rep *Report) error {
 	if rep.Items == nil {
 		return ErrNoItems
 	}
-	run := &rep.Run
-	class := run.Name
+	j := newJUnitWriter(rep)
+	var n junitCounts
+	for i := range rep.Items {
+		n.add(j.testCase(&rep.Items[i]))
+	}
+	return j.write(w, n, func(fn func(*ItemRow) error) error {
+		for i := range rep.Items {
+			if err := fn(&rep.Items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// junitWriter writes the JUnit XML of a report whose rows come from an
+// iterator, so that they need not be held ([WriteJUnit],
+// [WriteJUnitStream]).
+type junitWriter struct {
+	rep        *Report
+	class      string
+	thresholds map[string]float64
+}
+
+func newJUnitWriter(rep *Report) *junitWriter {
+	class := rep.Run.Name
 	if class == "" {
-		class = run.ID
+		class = rep.Run.ID
 	}
 	thresholds := make(map[string]float64, len(rep.Scorers))
 	for _, s := range rep.Scorers {
 		thresholds[s.Name] = s.Threshold
 	}
+	return &junitWriter{rep: rep, class: class, thresholds: thresholds}
+}
+
+// junitCounts are the totals the <testsuites> and <testsuite> elements
+// carry, counted before the cases are written.
+type junitCounts struct{ tests, failures, errors int }
+
+// add counts one test case.
+func (n *junitCounts) add(tc junitCase) {
+	n.tests++
+	switch {
+	case tc.Error != nil:
+		n.errors++
+	case tc.Failure != nil:
+		n.failures++
+	}
+}
+
+// testCase returns the test case of an item row.
+func (j *junitWriter) testCase(it *ItemRow) junitCase {
+	name := it.ID
+	if it.Repeat > 0 {
+		name += "#" + strconv.Itoa(it.Repeat)
+	}
+	tc := junitCase{Name: name, Classname: j.class, Time: "0"}
+	if it.LatencyMS != nil {
+		tc.Time = seconds(*it.LatencyMS)
+	}
+	var errs, fails []string
+	for _, s := range it.Scores {
+		switch {
+		case s.Error != nil:
+			errs = append(errs, fmt.Sprintf("%s: error: %s", s.Scorer, *s.Error))
+		case s.Score != nil && !s.Passed:
+			line := fmt.Sprintf("%s: score %s below threshold %s", s.Scorer,
+				strconv.FormatFloat(*s.Score, 'g', -1, 64), strconv.FormatFloat(j.thresholds[s.Scorer], 'g', -1, 64))
+			if s.Reason != nil {
+				line += ": " + *s.Reason
+			}
+			fails = append(fails, line)
+		}
+	}
+	switch {
+	case it.Error != nil:
+		tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: xmlSafe(*it.Error)}
+	case len(errs) > 0:
+		tc.Error = &junitProblem{Message: truncate(errs[0], 500), Type: "scorer",
+			Body: xmlSafe(strings.Join(append(errs, fails...), "\n"))}
+	case len(fails) > 0:
+		msg := fails[0]
+		if len(fails) > 1 {
+			msg = fmt.Sprintf("%d scorers below threshold", len(fails))
+		}
+		tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: xmlSafe(strings.Join(fails, "\n"))}
+	}
+	return tc
+}
+
+// write writes the document: the root and suite elements with counts n,
+// then the test case of every row each yields (n must count those same
+// rows), one at a time.
+func (j *junitWriter) write(w io.Writer, n junitCounts, each func(func(*ItemRow) error) error) error {
+	run := &j.rep.Run
 	suite := junitSuite{
-		Name:  class,
-		Tests: len(rep.Items),
+		Name: j.class, Tests: n.tests, Failures: n.failures, Errors: n.errors, Skipped: run.Skipped,
 		Properties: []junitProperty{
 			{"run_id", run.ID},
 			{"status", string(run.Status)},
 			{"dataset", run.Dataset.Name},
 			{"dataset_version", strconv.Itoa(run.Dataset.Version)},
-			{"target", targetName(rep)},
+			{"target", targetName(j.rep)},
 			{"total", strconv.Itoa(run.Total)},
 			{"skipped", strconv.Itoa(run.Skipped)},
 			{"persist_errors", strconv.Itoa(run.PersistErrors)},
 		},
-		Cases: make([]junitCase, 0, len(rep.Items)),
 	}
 	if run.DurationMS != nil {
 		suite.Time = seconds(float64(*run.DurationMS))
@@ -94,60 +186,74 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 	if run.StartedAt != nil {
 		suite.Timestamp = run.StartedAt.UTC().Format(time.RFC3339)
 	}
-	for i := range rep.Items {
-		it := &rep.Items[i]
-		name := it.ID
-		if it.Repeat > 0 {
-			name += "#" + strconv.Itoa(it.Repeat)
-		}
-		tc := junitCase{Name: name, Classname: class, Time: "0"}
-		if it.LatencyMS != nil {
-			tc.Time = seconds(*it.LatencyMS)
-		}
-		var errs, fails []string
-		for _, s := range it.Scores {
-			switch {
-			case s.Error != nil:
-				errs = append(errs, fmt.Sprintf("%s: error: %s", s.Scorer, *s.Error))
-			case s.Score != nil && !s.Passed:
-				line := fmt.Sprintf("%s: score %s below threshold %s", s.Scorer,
-					strconv.FormatFloat(*s.Score, 'g', -1, 64), strconv.FormatFloat(thresholds[s.Scorer], 'g', -1, 64))
-				if s.Reason != nil {
-					line += ": " + *s.Reason
-				}
-				fails = append(fails, line)
-			}
-		}
-		switch {
-		case it.Error != nil:
-			tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: xmlSafe(*it.Error)}
-			suite.Errors++
-		case len(errs) > 0:
-			tc.Error = &junitProblem{Message: truncate(errs[0], 500), Type: "scorer",
-				Body: xmlSafe(strings.Join(append(errs, fails...), "\n"))}
-			suite.Errors++
-		case len(fails) > 0:
-			msg := fails[0]
-			if len(fails) > 1 {
-				msg = fmt.Sprintf("%d scorers below threshold", len(fails))
-			}
-			tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: xmlSafe(strings.Join(fails, "\n"))}
-			suite.Failures++
-		}
-		suite.Cases = append(suite.Cases, tc)
-	}
-	doc := junitSuites{Name: "evalrun", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
-		Time: suite.Time, Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	root := junitSuites{Name: "evalrun", Tests: n.tests, Failures: n.failures, Errors: n.errors, Time: suite.Time}
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.WriteString(xml.Header); err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(w)
+	enc := xml.NewEncoder(bw)
 	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	rootStart, err := startOf(root, "testsuites")
+	if err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	suiteStart, err := startOf(suite, "testsuite")
+	if err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(rootStart); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(suiteStart); err != nil {
+		return err
+	}
+	props := struct {
+		P []junitProperty `xml:"property"`
+	}{suite.Properties}
+	if err := enc.EncodeElement(props, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
+		return err
+	}
+	caseStart := xml.StartElement{Name: xml.Name{Local: "testcase"}}
+	err = each(func(it *ItemRow) error {
+		tc := j.testCase(it)
+		return enc.EncodeElement(&tc, caseStart)
+	})
+	if err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(suiteStart.End()); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(rootStart.End()); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if _, err := bw.WriteString("\n"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// startOf returns the start element named name with the attributes
+// encoding/xml writes for v (the first token of v marshaled).
+func startOf(v any, name string) (xml.StartElement, error) {
+	data, err := xml.Marshal(v)
+	if err != nil {
+		return xml.StartElement{}, err
+	}
+	tok, err := xml.NewDecoder(bytes.NewReader(data)).RawToken()
+	if err != nil {
+		return xml.StartElement{}, err
+	}
+	start, ok := tok.(xml.StartElement)
+	if !ok {
+		return xml.StartElement{}, fmt.Errorf("report: junit: no start element")
+	}
+	start.Name = xml.Name{Local: name}
+	return start, nil
 }
 
 // seconds formats milliseconds as seconds with millisecond precision.
