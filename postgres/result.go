@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -182,7 +183,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 	}
 	var (
 		cur  *evalrun.ItemResult
-		meta metaCache
+		meta sqlstore.MetaCache
 		d    scanDest
 	)
 	dest := d.args()
@@ -220,7 +221,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 				if len(d.expected) > 0 {
 					it.Expected = d.expected
 				}
-				if it.Metadata, err = meta.decode(d.meta); err != nil {
+				if it.Metadata, err = meta.Decode(d.meta); err != nil {
 					return fmt.Errorf("item %q of run %q: %w", d.itemID, runID, err)
 				}
 				r.Item = it

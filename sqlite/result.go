@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
 const resultColumns = `run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns,
@@ -275,7 +276,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 		})
 	}()
 	var (
-		meta  metaCache
+		meta  sqlstore.MetaCache
 		order map[string]int
 		err   error
 	)
@@ -294,7 +295,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			var r evalrun.ItemResult
 			var m []byte
 			if m, err = resultFromRow(&r, runID, b.res[i*nResultColumns:(i+1)*nResultColumns]); err == nil && r.Item != nil {
-				r.Item.Metadata, err = meta.decode(m)
+				r.Item.Metadata, err = meta.Decode(m)
 			}
 			if err != nil {
 				err = fmt.Errorf("result %d/%d of run %q: %w", r.Index, r.Repeat, runID, err)
