@@ -4,51 +4,15 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
+	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// migrationFS holds the schema migrations, migrations/NNN_name.sql.
+//
 //go:embed migrations/*.sql
 var migrationFS embed.FS
-
-// migration is one embedded schema change, "NNN_name.sql".
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", base)
-		}
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := range out {
-		if out[i].version != i+1 {
-			return nil, fmt.Errorf("migration %s: want version %d (versions are 1, 2, 3… without gaps)", out[i].name, i+1)
-		}
-	}
-	return out, nil
-}
 
 // migrationLock is the advisory lock key that serialises migrations.
 const migrationLock = 0x6576616c72756e // "evalrun"
@@ -57,7 +21,7 @@ const migrationLock = 0x6576616c72756e // "evalrun"
 // transaction-scoped advisory lock so that processes opening the database
 // at once take turns. It is the same small mechanism as the SQLite store's
 // (see there why not goose), so both backends migrate alike.
-func migrate(ctx context.Context, pool *pgxpool.Pool, migrations []migration) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, migrations []sqlstore.Migration) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
@@ -81,11 +45,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, migrations []migration) er
 		return fmt.Errorf("migrate: the database has schema version %d, newer than this evalrun knows (%d): upgrade evalrun", current, len(migrations))
 	}
 	for _, m := range migrations[current:] {
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("migrate: record %s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

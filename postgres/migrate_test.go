@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/evalrun/evalrun/postgres/pgtest"
+	"github.com/evalrun/evalrun/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestMigrateFromVersion1(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	all, err := loadMigrations(migrationFS)
+	all, err := sqlstore.LoadMigrations(migrationFS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,27 +49,5 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
 		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
 	}
-	old, err := s.GetRun(ctx, "old")
-	if err != nil || old.Concurrency != 0 || old.Status != evalrun.RunCompleted {
-		t.Fatalf("run stored before the migration: %+v, %v", old, err)
-	}
-	old.Concurrency = 6
-	if err := s.UpdateRun(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetRun(ctx, "old"); got == nil || got.Concurrency != 6 {
-		t.Fatalf("concurrency after UpdateRun = %+v, want 6", got)
-	}
-	if err := s.PutCached(ctx, "k", []byte("v"), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if v, ok, err := s.GetCached(ctx, "k"); err != nil || !ok || string(v) != "v" {
-		t.Fatalf("GetCached after the migration = %q, %v, %v", v, ok, err)
-	}
-	if err := s.PutReportJSON(ctx, "old", []byte(`{"run":{"id":"old"}}`)); err != nil {
-		t.Fatalf("PutReportJSON of a run stored before the migration: %v", err)
-	}
-	if v, err := s.GetReportJSON(ctx, "old"); err != nil || string(v) != `{"run":{"id":"old"}}` {
-		t.Fatalf("GetReportJSON after the migration = %q, %v", v, err)
-	}
+	storetest.MigratedRun(t, s, "old")
 }

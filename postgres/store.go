@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -29,7 +30,7 @@ type Store struct {
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string, as pgx accepts) and migrates its schema.
 func Open(ctx context.Context, url string) (*Store, error) {
-	migrations, err := loadMigrations(migrationFS)
+	migrations, err := sqlstore.LoadMigrations(migrationFS)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}

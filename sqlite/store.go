@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -61,7 +62,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: create the directory of %s: %w", path, err)
 		}
 	}
-	migrations, err := loadMigrations(migrationFS)
+	migrations, err := sqlstore.LoadMigrations(migrationFS)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
