@@ -12,29 +12,17 @@ import (
 
 var _ evalrun.ResponseCache = (*Store)(nil)
 
-// clockBox lets an interface value live in an atomic.Pointer.
-type clockBox struct{ evalrun.Clock }
-
-// cacheNow is the time the response cache decides expiry by: the client's,
-// not the server's, so that a fake clock reaches it.
-func (s *Store) cacheNow() time.Time {
-	if b := s.clock.Load(); b != nil {
-		return b.Now()
-	}
-	return time.Now()
-}
-
 // SetClock sets the clock the response cache reads to decide expiry
 // ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
 // call at any time. Expiry is decided at microsecond precision.
-func (s *Store) SetClock(c evalrun.Clock) { s.clock.Store(&clockBox{c}) }
+func (s *Store) SetClock(c evalrun.Clock) { s.clock.Set(c) }
 
 // GetCached implements [evalrun.ResponseCache]. A value whose expiry time
 // has come is a miss. Keys are text: valid UTF-8 without NUL bytes.
 func (s *Store) GetCached(ctx context.Context, key string) ([]byte, bool, error) {
 	var v []byte
 	err := s.pool.QueryRow(ctx, `SELECT value FROM response_cache
-		WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)`, key, s.cacheNow()).Scan(&v)
+		WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)`, key, s.clock.Now()).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -51,7 +39,7 @@ func (s *Store) GetCached(ctx context.Context, key string) ([]byte, bool, error)
 // never expires; a negative ttl stores a value that is already expired (it
 // replaces an earlier value and reads as a miss).
 func (s *Store) PutCached(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	now := s.cacheNow()
+	now := s.clock.Now()
 	var expires any
 	if ttl != 0 {
 		expires = now.Add(ttl)

@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -20,29 +18,6 @@ var (
 		"input_tokens", "output_tokens", "cost_usd"}
 )
 
-type resultKey struct {
-	run         string
-	index, rept int
-}
-
-// lastOfEachKey drops all but the last result of each key, keeping order.
-func lastOfEachKey(results []*evalrun.ItemResult) []*evalrun.ItemResult {
-	last := make(map[resultKey]int, len(results))
-	for i, r := range results {
-		last[resultKey{r.RunID, r.Index, r.Repeat}] = i
-	}
-	if len(last) == len(results) {
-		return results
-	}
-	out := make([]*evalrun.ItemResult, 0, len(last))
-	for i, r := range results {
-		if last[resultKey{r.RunID, r.Index, r.Repeat}] == i {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // WriteResults implements [evalrun.RunStore]. The batch is one
 // transaction: the results are copied (COPY) into a temporary table and
 // upserted from there; the keys that existed lose their old scores; the
@@ -53,7 +28,7 @@ func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult)
 	if len(results) == 0 {
 		return nil
 	}
-	results = lastOfEachKey(results)
+	results = sqlstore.LastOfEachKey(results)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
@@ -191,7 +166,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 		if cur == nil {
 			return nil
 		}
-		sortScores(cur.Scores, order)
+		sqlstore.SortScores(cur.Scores, order)
 		r := cur
 		cur = nil
 		if err := ctx.Err(); err != nil {
@@ -298,21 +273,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// sortScores orders scores by their scorer's position in order (the run's
-// scorers); scores of scorers the run does not name follow, as written.
-func sortScores(scores []evalrun.ScorerResult, order map[string]int) {
-	if len(scores) < 2 || len(order) == 0 {
-		return
-	}
-	pos := func(s *evalrun.ScorerResult) int {
-		if p, ok := order[s.Scorer]; ok {
-			return p
-		}
-		return len(order)
-	}
-	slices.SortStableFunc(scores, func(a, b evalrun.ScorerResult) int { return cmp.Compare(pos(&a), pos(&b)) })
 }
 
 // ScanResultKeys implements [evalrun.RunStore].

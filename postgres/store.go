@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -23,8 +22,8 @@ var _ evalrun.Store = (*Store)(nil)
 type Store struct {
 	pool      *pgxpool.Pool
 	closeOnce sync.Once
-	// clock decides the response cache's expiry; nil: the system clock.
-	clock atomic.Pointer[clockBox]
+	// clock decides the response cache's expiry.
+	clock sqlstore.Clock
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value

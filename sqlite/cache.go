@@ -12,28 +12,17 @@ import (
 
 var _ evalrun.ResponseCache = (*Store)(nil)
 
-// clockBox lets an interface value live in an atomic.Pointer.
-type clockBox struct{ evalrun.Clock }
-
-// cacheNow is the time the response cache decides expiry by.
-func (s *Store) cacheNow() time.Time {
-	if b := s.clock.Load(); b != nil {
-		return b.Now()
-	}
-	return time.Now()
-}
-
 // SetClock sets the clock the response cache reads to decide expiry
 // ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
 // call at any time. Expiry is decided at microsecond precision.
-func (s *Store) SetClock(c evalrun.Clock) { s.clock.Store(&clockBox{c}) }
+func (s *Store) SetClock(c evalrun.Clock) { s.clock.Set(c) }
 
 // GetCached implements [evalrun.ResponseCache] on the read pool. A value
 // whose expiry time has come is a miss.
 func (s *Store) GetCached(ctx context.Context, key string) ([]byte, bool, error) {
 	var v []byte
 	err := s.reader.QueryRowContext(ctx, `SELECT value FROM response_cache
-		WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)`, key, s.cacheNow().UnixMicro()).Scan(&v)
+		WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)`, key, s.clock.Now().UnixMicro()).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -50,7 +39,7 @@ func (s *Store) GetCached(ctx context.Context, key string) ([]byte, bool, error)
 // writer. A ttl of 0 never expires; a negative ttl stores a value that is
 // already expired (it replaces an earlier value and reads as a miss).
 func (s *Store) PutCached(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	now := s.cacheNow()
+	now := s.clock.Now()
 	var expires sql.NullInt64
 	if ttl != 0 {
 		expires = sql.NullInt64{Int64: now.Add(ttl).UnixMicro(), Valid: true}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
 // ImportDataset implements [evalrun.DatasetStore]. It plans the version
@@ -231,13 +232,7 @@ func resolveVersion(ctx context.Context, q querier, name string, version int) (i
 	if err != nil {
 		return 0, fmt.Errorf("dataset %q: %w", name, err)
 	}
-	if version == 0 {
-		return latest, nil
-	}
-	if version < 1 || version > latest {
-		return 0, fmt.Errorf("dataset %q version %d (latest is %d): %w", name, version, latest, evalrun.ErrNotFound)
-	}
-	return version, nil
+	return sqlstore.ResolveVersion(name, version, latest)
 }
 
 // ScanItems implements [evalrun.DatasetStore]: one query, streamed.

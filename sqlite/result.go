@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -52,27 +51,10 @@ var (
 	insertScoresSQL   = valuesSQL(insertScorePrefix, scoreArgs, scoreChunk)
 )
 
+// resultKey identifies a stored result.
 type resultKey struct {
 	run         string
 	index, rept int
-}
-
-// lastOfEachKey drops all but the last result of each key, keeping order.
-func lastOfEachKey(results []*evalrun.ItemResult) []*evalrun.ItemResult {
-	last := make(map[resultKey]int, len(results))
-	for i, r := range results {
-		last[resultKey{r.RunID, r.Index, r.Repeat}] = i
-	}
-	if len(last) == len(results) {
-		return results
-	}
-	out := make([]*evalrun.ItemResult, 0, len(last))
-	for i, r := range results {
-		if last[resultKey{r.RunID, r.Index, r.Repeat}] == i {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // WriteResults implements [evalrun.RunStore]: the batch is one
@@ -84,7 +66,7 @@ func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult)
 	if len(results) == 0 {
 		return nil
 	}
-	results = lastOfEachKey(results)
+	results = sqlstore.LastOfEachKey(results)
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
@@ -313,7 +295,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 					err = fmt.Errorf("scores of result %d/%d of run %q: %w", r.Index, r.Repeat, runID, err)
 					break
 				}
-				sortScores(r.Scores, order)
+				sqlstore.SortScores(r.Scores, order)
 			}
 			if err = ctx.Err(); err != nil {
 				break
@@ -602,21 +584,6 @@ func rawMicros(v driver.Value) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(asInt(v)).UTC()
-}
-
-// sortScores orders scores by their scorer's position in order (the run's
-// scorers); scores of scorers the run does not name follow, as written.
-func sortScores(scores []evalrun.ScorerResult, order map[string]int) {
-	if len(scores) < 2 || len(order) == 0 {
-		return
-	}
-	pos := func(s *evalrun.ScorerResult) int {
-		if p, ok := order[s.Scorer]; ok {
-			return p
-		}
-		return len(order)
-	}
-	slices.SortStableFunc(scores, func(a, b evalrun.ScorerResult) int { return cmp.Compare(pos(&a), pos(&b)) })
 }
 
 // ScanResultKeys implements [evalrun.RunStore].

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -44,8 +43,8 @@ type Store struct {
 	// Prepared on the writer: the full-size multi-row inserts.
 	replaceResults, insertScores *sql.Stmt
 
-	// clock decides the response cache's expiry; nil: the system clock.
-	clock atomic.Pointer[clockBox]
+	// clock decides the response cache's expiry.
+	clock sqlstore.Clock
 
 	closeOnce sync.Once
 	closeErr  error
