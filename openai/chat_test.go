@@ -126,7 +126,7 @@ func TestChatTargetIgnoresSDKEnvironment(t *testing.T) {
 
 func TestChatTarget429RetryAfterSeconds(t *testing.T) {
 	api := newFakeAPI(t, reply(429, `{"error":{"message":"rate limited","type":"requests"}}`, "Retry-After", "7"), reply(200, completion("4")))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL, Clock: clock}})
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
 		_, err := ct.Execute(ctx, testItem)
@@ -147,7 +147,7 @@ func TestChatTarget429RetryAfterSeconds(t *testing.T) {
 func TestChatTarget429RetryAfterDate(t *testing.T) {
 	date := fixedNow.Add(30 * time.Second).Format(http.TimeFormat)
 	api := newFakeAPI(t, reply(429, `{"error":{"message":"slow"}}`, "Retry-After", date))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL, Clock: clock}})
 	n, err, _ := attemptsOf(t, clock, 1, 0, func(ctx context.Context) error {
 		_, err := ct.Execute(ctx, testItem)
@@ -168,7 +168,7 @@ func TestChatTarget429RetryAfterDate(t *testing.T) {
 
 func TestChatTarget500ThenSuccess(t *testing.T) {
 	api := newFakeAPI(t, reply(500, `{"error":{"message":"internal"}}`), reply(200, completion("4")))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL}})
 	var out evalrun.Output
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
@@ -189,7 +189,7 @@ func TestChatTarget500ThenSuccess(t *testing.T) {
 
 func TestChatTargetNonJSONErrorBody(t *testing.T) {
 	api := newFakeAPI(t, reply(502, `<html>bad gateway</html>`, "Content-Type", "text/html", "Retry-After", "3"))
-	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL, Clock: &fakeClock{now: fixedNow}}})
+	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL, Clock: newFakeClock()}})
 	_, err := ct.Execute(context.Background(), testItem)
 	e := wantKind(t, err, evalrun.ErrorTransient)
 	if e.StatusCode != 502 || e.RetryAfter != 3*time.Second {
@@ -199,7 +199,7 @@ func TestChatTargetNonJSONErrorBody(t *testing.T) {
 
 func TestChatTargetHangPastAttemptTimeout(t *testing.T) {
 	api := newFakeAPI(t, hang, reply(200, completion("4")))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL}})
 	n, err, errs := attemptsOf(t, clock, 2, 100*time.Millisecond, func(ctx context.Context) error {
 		_, err := ct.Execute(ctx, testItem)
@@ -216,7 +216,7 @@ func TestChatTargetHangPastAttemptTimeout(t *testing.T) {
 
 func TestChatTargetConnectionReset(t *testing.T) {
 	api := newFakeAPI(t, reset(t), reply(200, completion("4")))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL}})
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
 		_, err := ct.Execute(ctx, testItem)
@@ -231,7 +231,7 @@ func TestChatTargetConnectionReset(t *testing.T) {
 // permanentOnce asserts a permanent error is never retried.
 func permanentOnce(t *testing.T, api *fakeAPI, ct *ChatTarget) error {
 	t.Helper()
-	n, err, _ := attemptsOf(t, &fakeClock{now: fixedNow}, 3, 0, func(ctx context.Context) error {
+	n, err, _ := attemptsOf(t, newFakeClock(), 3, 0, func(ctx context.Context) error {
 		_, err := ct.Execute(ctx, testItem)
 		return err
 	})
@@ -380,7 +380,7 @@ func TestChatModelJudgeRequest(t *testing.T) {
 
 func TestChatModelErrorsAreClassified(t *testing.T) {
 	api := newFakeAPI(t, reply(503, `{"error":{"message":"overloaded"}}`, "Retry-After", "2"))
-	m, err := NewChatModel(ModelConfig{ClientConfig: ClientConfig{BaseURL: api.URL, LookupEnv: env(), Clock: &fakeClock{now: fixedNow}}, Model: "j"})
+	m, err := NewChatModel(ModelConfig{ClientConfig: ClientConfig{BaseURL: api.URL, LookupEnv: env(), Clock: newFakeClock()}, Model: "j"})
 	if err != nil {
 		t.Fatal(err)
 	}

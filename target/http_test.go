@@ -112,7 +112,7 @@ func TestHTTPPlainTextBody(t *testing.T) {
 
 func TestHTTP429RetryAfterSeconds(t *testing.T) {
 	srv := newSequenceServer(t, reply(429, `{"error":"slow down"}`, "Retry-After", "7"), reply(200, `{"answer":"4"}`))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Output: "answer", Clock: clock})
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
 		_, err := h.Execute(ctx, testItem)
@@ -133,7 +133,7 @@ func TestHTTP429RetryAfterSeconds(t *testing.T) {
 func TestHTTP429RetryAfterDate(t *testing.T) {
 	date := fixedNow.Add(30 * time.Second).Format(http.TimeFormat)
 	srv := newSequenceServer(t, reply(429, `{}`, "Retry-After", date))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Clock: clock})
 	n, err, _ := attemptsOf(t, clock, 1, 0, func(ctx context.Context) error {
 		_, err := h.Execute(ctx, testItem)
@@ -153,7 +153,7 @@ func TestHTTP429RetryAfterDate(t *testing.T) {
 
 func TestHTTP500ThenSuccess(t *testing.T) {
 	srv := newSequenceServer(t, reply(500, `oops`), reply(200, `{"answer":"4"}`))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Output: "answer"})
 	var out evalrun.Output
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
@@ -174,7 +174,7 @@ func TestHTTP500ThenSuccess(t *testing.T) {
 
 func TestHTTPHangPastAttemptTimeout(t *testing.T) {
 	srv := newSequenceServer(t, hang, reply(200, `{"answer":"4"}`))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Output: "answer"})
 	n, err, errs := attemptsOf(t, clock, 2, 100*time.Millisecond, func(ctx context.Context) error {
 		_, err := h.Execute(ctx, testItem)
@@ -200,7 +200,7 @@ func TestHTTPCanceledIsCanceled(t *testing.T) {
 
 func TestHTTPConnectionReset(t *testing.T) {
 	srv := newSequenceServer(t, reset(t), reply(200, `{"answer":"4"}`))
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Output: "answer"})
 	n, err, errs := attemptsOf(t, clock, 3, 0, func(ctx context.Context) error {
 		_, err := h.Execute(ctx, testItem)
@@ -228,7 +228,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 // attempt, one request, whatever the retry budget.
 func permanentOnce(t *testing.T, srv *sequenceServer, h *HTTP) error {
 	t.Helper()
-	n, err, _ := attemptsOf(t, &fakeClock{now: fixedNow}, 3, 0, func(ctx context.Context) error {
+	n, err, _ := attemptsOf(t, newFakeClock(), 3, 0, func(ctx context.Context) error {
 		_, err := h.Execute(ctx, testItem)
 		return err
 	})

@@ -45,7 +45,7 @@ func TestParseRate(t *testing.T) {
 // TestLimiterSpacesRequests checks the waits a limiter asks for, on a
 // frozen fake clock: 600/m is one call every 100 ms.
 func TestLimiterSpacesRequests(t *testing.T) {
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	r, _ := ParseRate("600/m")
 	lim, err := NewLimiter(Limits{Requests: r, Clock: clock})
 	if err != nil {
@@ -70,7 +70,7 @@ func TestLimiterSpacesRequests(t *testing.T) {
 }
 
 func TestLimiterChargesTokensAfterTheCall(t *testing.T) {
-	clock := &fakeClock{now: fixedNow}
+	clock := newFakeClock()
 	lim, err := NewLimiter(Limits{TokensPerMinute: 600, Clock: clock}) // 10 tokens/s
 	if err != nil {
 		t.Fatal(err)
