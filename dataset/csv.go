@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/suggest"
 )
 
 // TagSeparator separates the tags of a CSV "tags" cell ("smoke|math"); a
@@ -53,7 +54,7 @@ func parseCSV(data []byte, file string) ([]record, error) {
 		switch h {
 		case "id", "input", "expected_output", "tags", "metadata":
 		default:
-			if s := suggest(h); s != "" {
+			if s := suggest.Key(h, knownKeys); s != "" {
 				return nil, errorf(file, 1, `unknown column %q (did you mean %q? other columns go to metadata: rename it if it is one)`, h, s)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/suggest"
 )
 
 // Error is a rejected dataset file: where and why. It wraps
@@ -246,52 +247,10 @@ func kindOf(raw []byte) string {
 // unknownKey explains an unknown top-level key, suggesting the known key it
 // likely misspells.
 func unknownKey(key string) string {
-	if s := suggest(key); s != "" {
+	if s := suggest.Key(key, knownKeys); s != "" {
 		return fmt.Sprintf(`unknown key %q (did you mean %q? extra fields belong in "metadata")`, key, s)
 	}
 	return fmt.Sprintf(`unknown key %q (extra fields belong in "metadata")`, key)
-}
-
-// suggest returns the known key that key likely misspells, or "": the same
-// up to case and separators, within two edits, or a prefix of at least
-// five letters ("expected" for "expected_output").
-func suggest(key string) string {
-	norm := func(s string) string {
-		s = strings.ToLower(s)
-		return strings.NewReplacer("_", "", "-", "", " ", "", ".", "").Replace(s)
-	}
-	k := norm(key)
-	if k == "" {
-		return ""
-	}
-	for _, known := range knownKeys {
-		n := norm(known)
-		if k == n || (len(k) >= 5 && strings.HasPrefix(n, k)) || (len(k) >= 4 && editDistance(k, n) <= 2) {
-			return known
-		}
-	}
-	return ""
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func parseJSONL(data []byte, file string) ([]record, error) {

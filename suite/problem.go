@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/suggest"
 )
 
 // Problem is one thing wrong with a suite file: where it is, which key, what
@@ -88,48 +89,21 @@ func (ps *problems) err(file string) error {
 	return &Error{File: file, Problems: list}
 }
 
-// suggest returns `did you mean "x"?` for the known word closest to word,
-// or "" when none is close.
-func suggest(word string, known []string) string {
-	best, bestD := "", -1
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(word), k); bestD < 0 || d < bestD {
-			best, bestD = k, d
-		}
+// didYouMean returns `did you mean "x"?` for the known word closest to
+// word, or "" when none is close.
+func didYouMean(word string, known []string) string {
+	if best := suggest.Nearest(word, known); best != "" {
+		return fmt.Sprintf("did you mean %q?", best)
 	}
-	if bestD < 0 || bestD > max(1, len(best)/3) {
-		return ""
-	}
-	return fmt.Sprintf("did you mean %q?", best)
+	return ""
 }
 
 // unknownKeyHint returns the hint for an unknown key: a suggestion and the
 // known keys.
 func unknownKeyHint(key string, known []string) string {
 	h := "known keys: " + strings.Join(known, ", ")
-	if s := suggest(key, known); s != "" {
+	if s := didYouMean(key, known); s != "" {
 		return s + " " + h
 	}
 	return h
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

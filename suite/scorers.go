@@ -107,7 +107,7 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 	}
 	if kind := kindNode.Value; !contains(scorer.Kinds(), kind) {
 		hint := "known kinds: " + strings.Join(scorer.Kinds(), ", ")
-		if s := suggest(kind, scorer.Kinds()); s != "" {
+		if s := didYouMean(kind, scorer.Kinds()); s != "" {
 			hint = s + " " + hint
 		}
 		p.ps.at(kindNode, kindPath, hint, "unknown scorer kind %q", kind)

@@ -81,7 +81,7 @@ func (p *parser) buildTarget(n *yaml.Node, path string, raw *yaml.Node) (evalrun
 	tk, ok := targetKinds[kind]
 	if !ok {
 		hint := "known kinds: " + strings.Join(TargetKinds(), ", ")
-		if s := suggest(kind, TargetKinds()); s != "" {
+		if s := didYouMean(kind, TargetKinds()); s != "" {
 			hint = s + " " + hint
 		}
 		p.ps.at(kindNode, path+".kind", hint, "unknown target kind %q", kind)
