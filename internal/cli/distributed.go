@@ -10,7 +10,6 @@ import (
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/postgres"
-	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/river"
 	"github.com/evalrun/evalrun/suite"
 )
@@ -78,7 +77,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
-	rep, err := report.FromStore(bg, store, rec.ID)
+	rep, src, err := storedReport(bg, store, rec.ID)
 	if err != nil {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
@@ -86,7 +85,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	if sum.Err != nil && sum.Err.Error() == errCanceled.Error() {
 		cause = errCanceled
 	}
-	writeErr := st.writeReports(rep, stdoutFormat, files)
+	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
 	st.saveReport(bg, store, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
 }

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/report"
 )
 
@@ -44,21 +47,43 @@ func reportTargets(format string, paths []string) (report.Format, []reportFile, 
 	return stdout, files, nil
 }
 
-// writeReports writes rep to standard output and to every file. It writes
-// every file it can and returns the errors of the others.
-func (st *State) writeReports(rep *report.Report, stdout report.Format, files []reportFile) error {
+// writeReports writes rep to standard output and to every file. When src
+// is not nil, rep was built without its item rows ([report.WithoutItems])
+// and the formats that list them (JSON, JUnit) stream them from src while
+// writing, so that memory does not grow with the run; the output is the
+// same. It writes every file it can and returns the errors of the others.
+func (st *State) writeReports(ctx context.Context, rep *report.Report, src *report.ItemSource, stdout report.Format, files []reportFile) error {
+	write := func(w io.Writer, f report.Format) error {
+		if src != nil {
+			return report.WriteStream(ctx, w, rep, f, *src)
+		}
+		return report.Write(w, rep, f)
+	}
 	var errs []error
-	if err := report.Write(st.Stdout, rep, stdout); err != nil {
+	if err := write(st.Stdout, stdout); err != nil {
 		errs = append(errs, fmt.Errorf("write the report to standard output: %w", err))
 	}
 	for _, f := range files {
-		if err := writeFile(f.path, func(w *os.File) error { return report.Write(w, rep, f.format) }); err != nil {
+		if err := writeFile(f.path, func(w *os.File) error { return write(w, f.format) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fmt.Fprintf(st.Stderr, "wrote %s (%s)\n", f.path, f.format)
 	}
 	return errors.Join(errs...)
+}
+
+// storedReport builds the report of a run whose results are not in memory
+// (--no-retain, --resume, --distributed, evalrun report) in memory that
+// does not grow with its items: the aggregates in one pass over the stored
+// results, without item rows, and the source writeReports streams the
+// rows from when a format needs them.
+func storedReport(ctx context.Context, store evalrun.RunStore, runID string) (*report.Report, *report.ItemSource, error) {
+	rep, err := report.FromStore(ctx, store, runID, report.WithoutItems())
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep, &report.ItemSource{Store: store, RunID: runID}, nil
 }
 
 // writeFile creates path (and its directory) and fills it with write.

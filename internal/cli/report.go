@@ -36,11 +36,11 @@ FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format
 				return err
 			}
 			defer store.Close()
-			rep, err := report.FromStore(cmd.Context(), store, a[0])
+			rep, src, err := storedReport(cmd.Context(), store, a[0])
 			if err != nil {
 				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 			}
-			err = st.writeReports(rep, stdout, targets)
+			err = st.writeReports(cmd.Context(), rep, src, stdout, targets)
 			st.saveReportIfMissing(cmd.Context(), store, rep)
 			return err
 		},

@@ -152,6 +152,14 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	// Keeping no results, the run's live heap is small; its garbage is not
+	// (see noRetainMemoryLimit). With --no-retain the limit holds from the
+	// start, the dataset import included.
+	restoreLimit := func() {}
+	if f.noRetain {
+		restoreLimit = setMemoryLimit(memLimitFloor)
+	}
+	defer func() { restoreLimit() }()
 	store, err := st.openStore(cmd)
 	if err != nil {
 		return err
@@ -183,6 +191,11 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	if c, ok := store.(evalrun.ResponseCache); ok && p.suite.Execution.Cache {
 		opts.Cache, opts.CacheKey = c, p.suite.CacheKey()
 	}
+	if opts.DiscardResults {
+		// The limit fitted to the items, now that they are known.
+		restoreLimit()
+		restoreLimit = setMemoryLimit(noRetainMemoryLimit(p.items))
+	}
 	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
 	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
@@ -197,12 +210,13 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	// The context may be cancelled: reports are read and written regardless.
 	bg := context.WithoutCancel(ctx)
 	var rep *report.Report
+	var src *report.ItemSource // nil: rep holds its item rows
 	if sum.Results != nil && !p.resume {
 		rep = report.Build(rec, sum.Results)
-	} else if rep, err = report.FromStore(bg, store, rec.ID); err != nil {
+	} else if rep, src, err = storedReport(bg, store, rec.ID); err != nil {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
-	writeErr := st.writeReports(rep, stdoutFormat, files)
+	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
 	st.saveReport(bg, store, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, context.Cause(runCtx)))
 }
