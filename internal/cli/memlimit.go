@@ -24,13 +24,16 @@ import (
 const (
 	// memLimitFloor is the least limit: the live heap of a run of ~100,000
 	// small items plus ~20 MB of garbage between collections. Measured on
-	// W3: 48 MiB keeps the process under 100 MB of RSS, 64 MiB does not
-	// (the heap goal of GOGC is then below the limit, which never binds).
-	memLimitFloor = 48 << 20
+	// W3 (medians of 3, docs/benchmarks.md): no limit 120 MB of RSS and
+	// 33 s of CPU; 48 MiB 99.7 MB, 34 s; 44 MiB 94 MB, 39 s; 40 MiB
+	// 89 MB, 42 s. At 64 MiB the limit never binds (GOGC's heap goal,
+	// twice the live heap, stays below it).
+	memLimitFloor = 44 << 20
 	// itemOverhead is the memory of a held item besides its id, input
-	// and expected output (struct, metadata map, slice header), plus the
-	// report's accumulators for its result.
-	itemOverhead = 200
+	// and expected output (struct, metadata map, slice header: ~110
+	// bytes measured) plus the report's accumulators for its result
+	// (~60 bytes).
+	itemOverhead = 170
 )
 
 // noRetainMemoryLimit returns the soft memory limit of a --no-retain run
