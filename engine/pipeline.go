@@ -118,16 +118,7 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	}
 
 	if p.opts.Cache != nil && p.fromCache(ctx, res, item) {
-		if len(p.scorers) > 0 {
-			scores, cut := p.score(ctx, item, res.Output)
-			if cut {
-				res.Output, res.CacheHit = nil, false
-				res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
-				return res
-			}
-			res.Scores = scores
-		}
-		return res
+		return p.scoreResult(ctx, res, item)
 	}
 
 	itemCtx := ctx
@@ -176,15 +167,23 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 		p.toCache(ctx, item, repeat, out)
 	}
 
-	if len(p.scorers) > 0 {
-		scores, cut := p.score(ctx, item, out.Value)
-		if cut {
-			res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
-			res.Output = nil
-			return res
-		}
-		res.Scores = scores
+	return p.scoreResult(ctx, res, item)
+}
+
+// scoreResult scores res.Output with every scorer. When the run's ctx is
+// cancelled before they all finish, the result becomes a skipped one
+// (ErrorCanceled, no output), so that a resume runs the item again.
+func (p *Pipeline) scoreResult(ctx context.Context, res *evalrun.ItemResult, item *evalrun.Item) *evalrun.ItemResult {
+	if len(p.scorers) == 0 {
+		return res
 	}
+	scores, cut := p.score(ctx, item, res.Output)
+	if cut {
+		res.Output, res.CacheHit = nil, false
+		res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+		return res
+	}
+	res.Scores = scores
 	return res
 }
 
