@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,22 +48,19 @@ number; nothing is written. An identical import creates no version.`,
 		Example: `  evalrun dataset import support data/support.jsonl`,
 		Args:    args("NAME", "FILE"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			v, created, err := dataset.Import(cmd.Context(), store, a[0], a[1])
-			if err != nil {
-				return err
-			}
-			if !created {
-				fmt.Fprintf(st.Stdout, "dataset %s: unchanged, version %d (%d items)\n", a[0], v.Version, v.ItemCount)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				v, created, err := dataset.Import(ctx, store, a[0], a[1])
+				if err != nil {
+					return err
+				}
+				if !created {
+					fmt.Fprintf(st.Stdout, "dataset %s: unchanged, version %d (%d items)\n", a[0], v.Version, v.ItemCount)
+					return nil
+				}
+				fmt.Fprintf(st.Stdout, "dataset %s: version %d (%d items: %d added, %d changed, %d removed)\n",
+					a[0], v.Version, v.ItemCount, v.Added, v.Changed, v.Removed)
 				return nil
-			}
-			fmt.Fprintf(st.Stdout, "dataset %s: version %d (%d items: %d added, %d changed, %d removed)\n",
-				a[0], v.Version, v.ItemCount, v.Added, v.Changed, v.Removed)
-			return nil
+			})
 		},
 	}
 }
@@ -104,28 +102,16 @@ func newDatasetListCmd(st *State) *cobra.Command {
 		Example: "  evalrun dataset list\n  evalrun dataset list --json",
 		Args:    args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			list, err := store.ListDatasets(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := make([]datasetJSON, len(list))
-				for i, d := range list {
-					out[i] = toDatasetJSON(d)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				list, err := store.ListDatasets(ctx)
+				if err != nil {
+					return err
 				}
-				return writeJSON(st.Stdout, out)
-			}
-			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tITEMS\tUPDATED")
-			for _, d := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", d.Name, d.LatestVersion, d.ItemCount, timeText(d.UpdatedAt))
-			}
-			return tw.Flush()
+				return printList(st.Stdout, asJSON, list, toDatasetJSON, "NAME\tVERSION\tITEMS\tUPDATED",
+					func(d *evalrun.Dataset) string {
+						return fmt.Sprintf("%s\t%d\t%d\t%s", d.Name, d.LatestVersion, d.ItemCount, timeText(d.UpdatedAt))
+					})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -141,48 +127,44 @@ func newDatasetShowCmd(st *State) *cobra.Command {
 		Example: "  evalrun dataset show support\n  evalrun dataset show support --version 2 --json",
 		Args:    args("NAME"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			ctx, name := cmd.Context(), a[0]
-			versions, err := store.ListDatasetVersions(ctx, name)
-			if err != nil {
-				return notFound(err, "dataset "+name, "evalrun dataset list shows the datasets")
-			}
-			v := versions[len(versions)-1]
-			if version != 0 {
-				if version < 1 || version > len(versions) || versions[version-1].Version != version {
-					return &notFoundError{msg: fmt.Sprintf("dataset %s has no version %d (it has versions 1 to %d)", name, version, len(versions))}
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				name := a[0]
+				versions, err := store.ListDatasetVersions(ctx, name)
+				if err != nil {
+					return notFound(err, "dataset "+name, "evalrun dataset list shows the datasets")
 				}
-				v = versions[version-1]
-			}
-			var items []*evalrun.Item
-			if err := store.ScanItems(ctx, name, v.Version, func(it *evalrun.Item) error {
-				items = append(items, it)
-				return nil
-			}); err != nil {
-				return err
-			}
-			if asJSON {
-				if items == nil {
-					items = []*evalrun.Item{}
+				v := versions[len(versions)-1]
+				if version != 0 {
+					if version < 1 || version > len(versions) || versions[version-1].Version != version {
+						return &notFoundError{msg: fmt.Sprintf("dataset %s has no version %d (it has versions 1 to %d)", name, version, len(versions))}
+					}
+					v = versions[version-1]
 				}
-				return writeJSON(st.Stdout, struct {
-					versionJSON
-					Items []*evalrun.Item `json:"items"`
-				}{toVersionJSON(v), items})
-			}
-			fmt.Fprintf(st.Stdout, "dataset %s version %d (of %d), %d items, created %s\n\n",
-				name, v.Version, len(versions), v.ItemCount, timeText(v.CreatedAt))
-			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTAGS\tINPUT\tEXPECTED")
-			for _, it := range items {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.ID, strings.Join(it.Tags(), ","),
-					clip(evalrun.Text(it.Input), 50), clip(evalrun.Text(it.Expected), 30))
-			}
-			return tw.Flush()
+				var items []*evalrun.Item
+				if err := store.ScanItems(ctx, name, v.Version, func(it *evalrun.Item) error {
+					items = append(items, it)
+					return nil
+				}); err != nil {
+					return err
+				}
+				if asJSON {
+					if items == nil {
+						items = []*evalrun.Item{}
+					}
+					return writeJSON(st.Stdout, struct {
+						versionJSON
+						Items []*evalrun.Item `json:"items"`
+					}{toVersionJSON(v), items})
+				}
+				fmt.Fprintf(st.Stdout, "dataset %s version %d (of %d), %d items, created %s\n\n",
+					name, v.Version, len(versions), v.ItemCount, timeText(v.CreatedAt))
+				tw := newTable(st.Stdout, "ID\tTAGS\tINPUT\tEXPECTED")
+				for _, it := range items {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.ID, strings.Join(it.Tags(), ","),
+						clip(evalrun.Text(it.Input), 50), clip(evalrun.Text(it.Expected), 30))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -198,28 +180,16 @@ func newDatasetVersionsCmd(st *State) *cobra.Command {
 		Example: "  evalrun dataset versions support\n  evalrun dataset versions support --json",
 		Args:    args("NAME"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			versions, err := store.ListDatasetVersions(cmd.Context(), a[0])
-			if err != nil {
-				return notFound(err, "dataset "+a[0], "evalrun dataset list shows the datasets")
-			}
-			if asJSON {
-				out := make([]versionJSON, len(versions))
-				for i, v := range versions {
-					out[i] = toVersionJSON(v)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				versions, err := store.ListDatasetVersions(ctx, a[0])
+				if err != nil {
+					return notFound(err, "dataset "+a[0], "evalrun dataset list shows the datasets")
 				}
-				return writeJSON(st.Stdout, out)
-			}
-			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tITEMS\tADDED\tCHANGED\tREMOVED\tCREATED")
-			for _, v := range versions {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\n", v.Version, v.ItemCount, v.Added, v.Changed, v.Removed, timeText(v.CreatedAt))
-			}
-			return tw.Flush()
+				return printList(st.Stdout, asJSON, versions, toVersionJSON, "VERSION\tITEMS\tADDED\tCHANGED\tREMOVED\tCREATED",
+					func(v *evalrun.DatasetVersion) string {
+						return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%s", v.Version, v.ItemCount, v.Added, v.Changed, v.Removed, timeText(v.CreatedAt))
+					})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -235,25 +205,22 @@ func newDatasetExportCmd(st *State) *cobra.Command {
 		Example: "  evalrun dataset export support > support.jsonl\n  evalrun dataset export support --version 1 -o v1.jsonl",
 		Args:    args("NAME"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			export := func(w io.Writer) error {
-				bw := bufio.NewWriter(w)
-				enc := json.NewEncoder(bw)
-				enc.SetEscapeHTML(false)
-				err := store.ScanItems(cmd.Context(), a[0], version, func(it *evalrun.Item) error { return enc.Encode(it) })
-				if err != nil {
-					return notFound(err, fmt.Sprintf("dataset %s version %d", a[0], version), "evalrun dataset versions "+a[0]+" lists them")
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				export := func(w io.Writer) error {
+					bw := bufio.NewWriter(w)
+					enc := json.NewEncoder(bw)
+					enc.SetEscapeHTML(false)
+					err := store.ScanItems(ctx, a[0], version, func(it *evalrun.Item) error { return enc.Encode(it) })
+					if err != nil {
+						return notFound(err, fmt.Sprintf("dataset %s version %d", a[0], version), "evalrun dataset versions "+a[0]+" lists them")
+					}
+					return bw.Flush()
 				}
-				return bw.Flush()
-			}
-			if out == "" {
-				return export(st.Stdout)
-			}
-			return writeFile(out, func(f *os.File) error { return export(f) })
+				if out == "" {
+					return export(st.Stdout)
+				}
+				return writeFile(out, func(f *os.File) error { return export(f) })
+			})
 		},
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "the version to export (default: the latest)")
@@ -267,6 +234,35 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// newTable returns a writer aligning tab-separated columns on w, as the
+// commands print tables, with header (when not empty) as its first line.
+// Flush writes the table.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if header != "" {
+		fmt.Fprintln(tw, header)
+	}
+	return tw
+}
+
+// printList prints list on w: with asJSON as a JSON array of toJSON of each
+// element ([] when empty), else as a table of header and one row (its
+// tab-separated columns) per element.
+func printList[T, J any](w io.Writer, asJSON bool, list []T, toJSON func(T) J, header string, row func(T) string) error {
+	if asJSON {
+		out := make([]J, len(list))
+		for i, e := range list {
+			out[i] = toJSON(e)
+		}
+		return writeJSON(w, out)
+	}
+	tw := newTable(w, header)
+	for _, e := range list {
+		fmt.Fprintln(tw, row(e))
+	}
+	return tw.Flush()
 }
 
 // timeText formats a time for tables, "—" when zero.

@@ -32,16 +32,12 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	if err != nil {
 		return err
 	}
-	store, err := st.openStore(cmd)
+	pg, err := st.openPostgres(cmd)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	pg, ok := store.(*postgres.Store)
-	if !ok {
-		return invalidf(errNeedsPostgres)
-	}
-	p, err := st.prepareRun(cmd, store, path, f)
+	defer pg.Close()
+	p, err := st.prepareRun(cmd, pg, path, f)
 	if err != nil {
 		return err
 	}
@@ -77,7 +73,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
-	rep, src, err := storedReport(bg, store, rec.ID)
+	rep, src, err := storedReport(bg, pg, rec.ID)
 	if err != nil {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
@@ -86,7 +82,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		cause = errCanceled
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
-	st.saveReport(bg, store, rep)
+	st.saveReport(bg, pg, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
 }
 

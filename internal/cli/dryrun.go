@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -84,25 +85,26 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 		source = fmt.Sprintf("dataset %s: %s is valid, %d items (not imported: a run imports it)", s.Dataset.Name,
 			displayPath(s.Dataset.File), len(all))
 	} else {
-		store, err := st.openStore(cmd)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		if version == 0 {
-			d, err := store.GetDataset(cmd.Context(), s.Dataset.Name)
-			if err != nil {
-				return notFound(err, "dataset "+s.Dataset.Name,
-					"import it with: evalrun dataset import "+s.Dataset.Name+" FILE, or set dataset.file in the suite")
+		if err := st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+			if version == 0 {
+				d, err := store.GetDataset(ctx, s.Dataset.Name)
+				if err != nil {
+					return notFound(err, "dataset "+s.Dataset.Name,
+						"import it with: evalrun dataset import "+s.Dataset.Name+" FILE, or set dataset.file in the suite")
+				}
+				version = d.LatestVersion
 			}
-			version = d.LatestVersion
-		}
-		if items, err = selectItems(cmd.Context(), store, s.Dataset.Name, version, sel); err != nil {
+			var err error
+			if items, err = selectItems(ctx, store, s.Dataset.Name, version, sel); err != nil {
+				return err
+			}
+			source = fmt.Sprintf("dataset %s: version %d from storage", s.Dataset.Name, version)
+			if s.Dataset.File != "" {
+				source += fmt.Sprintf(" (the file %s is valid, %d items; a run imports it first)", displayPath(s.Dataset.File), len(all))
+			}
+			return nil
+		}); err != nil {
 			return err
-		}
-		source = fmt.Sprintf("dataset %s: version %d from storage", s.Dataset.Name, version)
-		if s.Dataset.File != "" {
-			source += fmt.Sprintf(" (the file %s is valid, %d items; a run imports it first)", displayPath(s.Dataset.File), len(all))
 		}
 	}
 	plan := newDryRunPlan(s, items, sel.Outputs != "")

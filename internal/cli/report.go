@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/report"
 )
 
@@ -31,18 +33,15 @@ FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format
 			if err != nil {
 				return err
 			}
-			store, err := st.openStore(cmd)
-			if err != nil {
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				rep, src, err := storedReport(ctx, store, a[0])
+				if err != nil {
+					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+				}
+				err = st.writeReports(ctx, rep, src, stdout, targets)
+				st.saveReportIfMissing(ctx, store, rep)
 				return err
-			}
-			defer store.Close()
-			rep, src, err := storedReport(cmd.Context(), store, a[0])
-			if err != nil {
-				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
-			}
-			err = st.writeReports(cmd.Context(), rep, src, stdout, targets)
-			st.saveReportIfMissing(cmd.Context(), store, rep)
-			return err
+			})
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "output", "o", nil, "write the report to FILE (repeatable)")
@@ -67,32 +66,29 @@ or improved. Markdown by default, JSON with --json; -o FILE writes to a file
   evalrun compare RUN_A RUN_B -o comparison.md`,
 		Args: args("RUN_A", "RUN_B"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			c, err := report.CompareStore(cmd.Context(), store, a[0], a[1], report.CompareOptions{})
-			if err != nil {
-				return notFound(err, "run", "evalrun runs list shows the runs")
-			}
-			write := func(f *os.File, json bool) error {
-				if json {
-					return report.WriteComparisonJSON(f, c)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				c, err := report.CompareStore(ctx, store, a[0], a[1], report.CompareOptions{})
+				if err != nil {
+					return notFound(err, "run", "evalrun runs list shows the runs")
 				}
-				return report.WriteComparisonMarkdown(f, c, report.MarkdownOptions{})
-			}
-			if out != "" {
-				fmtJSON := asJSON
-				if f, ok := report.FormatForPath(out); ok {
-					fmtJSON = f == report.FormatJSON
+				write := func(f *os.File, json bool) error {
+					if json {
+						return report.WriteComparisonJSON(f, c)
+					}
+					return report.WriteComparisonMarkdown(f, c, report.MarkdownOptions{})
 				}
-				return writeFile(out, func(f *os.File) error { return write(f, fmtJSON) })
-			}
-			if asJSON {
-				return report.WriteComparisonJSON(st.Stdout, c)
-			}
-			return report.WriteComparisonMarkdown(st.Stdout, c, report.MarkdownOptions{})
+				if out != "" {
+					fmtJSON := asJSON
+					if f, ok := report.FormatForPath(out); ok {
+						fmtJSON = f == report.FormatJSON
+					}
+					return writeFile(out, func(f *os.File) error { return write(f, fmtJSON) })
+				}
+				if asJSON {
+					return report.WriteComparisonJSON(st.Stdout, c)
+				}
+				return report.WriteComparisonMarkdown(st.Stdout, c, report.MarkdownOptions{})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

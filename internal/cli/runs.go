@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -38,31 +38,21 @@ completed_at); the stored config is left out (evalrun runs show has it).`,
 		Example: "  evalrun runs list\n  evalrun runs list --json --limit 10",
 		Args:    args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			runs, err := store.ListRuns(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				for _, r := range runs {
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				runs, err := store.ListRuns(ctx, f)
+				if err != nil {
+					return err
+				}
+				withoutConfig := func(r *evalrun.Run) *evalrun.Run {
 					r.Config = nil
+					return r
 				}
-				if runs == nil {
-					runs = []*evalrun.Run{}
-				}
-				return writeJSON(st.Stdout, runs)
-			}
-			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s v%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, clip(r.Name, 30), r.Status,
-					r.Dataset, r.DatasetVersion, r.Total, r.Succeeded, r.Failed, r.Skipped, timeText(r.CreatedAt))
-			}
-			return tw.Flush()
+				return printList(st.Stdout, asJSON, runs, withoutConfig, "ID\tNAME\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED",
+					func(r *evalrun.Run) string {
+						return fmt.Sprintf("%s\t%s\t%s\t%s v%d\t%d\t%d\t%d\t%d\t%s", r.ID, clip(r.Name, 30), r.Status,
+							r.Dataset, r.DatasetVersion, r.Total, r.Succeeded, r.Failed, r.Skipped, timeText(r.CreatedAt))
+					})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -79,39 +69,36 @@ func newRunsShowCmd(st *State) *cobra.Command {
 		Example: "  evalrun runs show RUN_ID\n  evalrun runs show RUN_ID --json",
 		Args:    args("RUN_ID"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			r, err := store.GetRun(cmd.Context(), a[0])
-			if err != nil {
-				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
-			}
-			if asJSON {
-				return writeJSON(st.Stdout, r)
-			}
-			tw := tabwriter.NewWriter(st.Stdout, 0, 0, 2, ' ', 0)
-			row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-			row("id", r.ID)
-			row("name", r.Name)
-			row("status", r.Status)
-			row("dataset", fmt.Sprintf("%s v%d", r.Dataset, r.DatasetVersion))
-			row("target", fmt.Sprintf("%s (%s)", r.Target.Kind, r.Target.Name))
-			for _, s := range r.Scorers {
-				row("scorer", fmt.Sprintf("%s (%s, threshold %.2f)", s.Name, s.Kind, s.Threshold))
-			}
-			row("items", fmt.Sprintf("%d: %d succeeded, %d failed, %d skipped", r.Total, r.Succeeded, r.Failed, r.Skipped))
-			if r.PersistErrors > 0 {
-				row("not stored", r.PersistErrors)
-			}
-			if r.Error != "" {
-				row("error", r.Error)
-			}
-			row("created", timeText(r.CreatedAt))
-			row("started", timeText(r.StartedAt))
-			row("completed", timeText(r.CompletedAt))
-			return tw.Flush()
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				r, err := store.GetRun(ctx, a[0])
+				if err != nil {
+					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+				}
+				if asJSON {
+					return writeJSON(st.Stdout, r)
+				}
+				tw := newTable(st.Stdout, "")
+				row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+				row("id", r.ID)
+				row("name", r.Name)
+				row("status", r.Status)
+				row("dataset", fmt.Sprintf("%s v%d", r.Dataset, r.DatasetVersion))
+				row("target", fmt.Sprintf("%s (%s)", r.Target.Kind, r.Target.Name))
+				for _, s := range r.Scorers {
+					row("scorer", fmt.Sprintf("%s (%s, threshold %.2f)", s.Name, s.Kind, s.Threshold))
+				}
+				row("items", fmt.Sprintf("%d: %d succeeded, %d failed, %d skipped", r.Total, r.Succeeded, r.Failed, r.Skipped))
+				if r.PersistErrors > 0 {
+					row("not stored", r.PersistErrors)
+				}
+				if r.Error != "" {
+					row("error", r.Error)
+				}
+				row("created", timeText(r.CreatedAt))
+				row("started", timeText(r.StartedAt))
+				row("completed", timeText(r.CompletedAt))
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the run record, with its stored config)")
@@ -134,33 +121,29 @@ counts, whether or not a coordinating "evalrun run" still waits for it.`,
 		Example: "  evalrun runs cancel 20260101T101500-3f9a1c2b",
 		Args:    args("RUN_ID"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			ctx := cmd.Context()
-			r, err := store.GetRun(ctx, a[0])
-			if err != nil {
-				return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
-			}
-			if r.Status.Done() {
-				return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
-			}
-			if pg, ok := store.(*postgres.Store); ok {
-				if dist, err := river.IsDistributed(ctx, pg, r.ID); err != nil {
-					return fmt.Errorf("cancel run %s: %w", r.ID, err)
-				} else if dist {
-					return st.cancelDistributed(cmd, pg, r.ID)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				r, err := store.GetRun(ctx, a[0])
+				if err != nil {
+					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 				}
-			}
-			r.Status = evalrun.RunCanceled
-			r.Error = errCanceled.Error()
-			if err := store.UpdateRun(ctx, r); err != nil {
-				return fmt.Errorf("cancel run %s: %w", r.ID, err)
-			}
-			fmt.Fprintf(st.Stdout, "run %s marked canceled; its process stops within a few seconds\n", r.ID)
-			return nil
+				if r.Status.Done() {
+					return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
+				}
+				if pg, ok := store.(*postgres.Store); ok {
+					if dist, err := river.IsDistributed(ctx, pg, r.ID); err != nil {
+						return fmt.Errorf("cancel run %s: %w", r.ID, err)
+					} else if dist {
+						return st.cancelDistributed(cmd, pg, r.ID)
+					}
+				}
+				r.Status = evalrun.RunCanceled
+				r.Error = errCanceled.Error()
+				if err := store.UpdateRun(ctx, r); err != nil {
+					return fmt.Errorf("cancel run %s: %w", r.ID, err)
+				}
+				fmt.Fprintf(st.Stdout, "run %s marked canceled; its process stops within a few seconds\n", r.ID)
+				return nil
+			})
 		},
 	}
 }

@@ -46,17 +46,14 @@ the server (exit 0).`,
 			if err := web.CheckAddr(addr, token); err != nil {
 				return usageError(err)
 			}
-			store, err := st.openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			var lc net.ListenConfig
-			ln, err := lc.Listen(cmd.Context(), "tcp", addr)
-			if err != nil {
-				return fmt.Errorf("serve: listen on %s: %w (is another server using the port? use --addr HOST:PORT)", addr, err)
-			}
-			return st.serve(cmd.Context(), ln, store, token)
+			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				var lc net.ListenConfig
+				ln, err := lc.Listen(ctx, "tcp", addr)
+				if err != nil {
+					return fmt.Errorf("serve: listen on %s: %w (is another server using the port? use --addr HOST:PORT)", addr, err)
+				}
+				return st.serve(ctx, ln, store, token)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", DefaultServeAddr, "address to listen on, HOST:PORT (a non-loopback one needs --token)")

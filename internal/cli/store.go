@@ -28,6 +28,32 @@ func (st *State) openStore(cmd *cobra.Command) (evalrun.Store, error) {
 	return openStore(cmd.Context(), st.dbURL(cmd))
 }
 
+// withStore opens the command's store, calls fn with the command's context
+// and the store, and closes the store when fn returns.
+func (st *State) withStore(cmd *cobra.Command, fn func(ctx context.Context, store evalrun.Store) error) error {
+	store, err := st.openStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(cmd.Context(), store)
+}
+
+// openPostgres opens the command's store, which must be PostgreSQL
+// (distributed runs and workers need it); the caller closes it.
+func (st *State) openPostgres(cmd *cobra.Command) (*postgres.Store, error) {
+	store, err := st.openStore(cmd)
+	if err != nil {
+		return nil, err
+	}
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		store.Close()
+		return nil, invalidf(errNeedsPostgres)
+	}
+	return pg, nil
+}
+
 func openStore(ctx context.Context, url string) (evalrun.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):

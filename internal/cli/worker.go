@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evalrun/evalrun/postgres"
 	"github.com/evalrun/evalrun/river"
 )
 
@@ -70,15 +69,11 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	if opts.Concurrency < 1 {
 		return invalidf("--concurrency %d: must be at least 1", opts.Concurrency)
 	}
-	store, err := st.openStore(cmd)
+	pg, err := st.openPostgres(cmd)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	pg, ok := store.(*postgres.Store)
-	if !ok {
-		return invalidf(errNeedsPostgres)
-	}
+	defer pg.Close()
 	opts.Logger = slog.New(slog.NewTextHandler(st.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	w, err := river.NewWorker(ctx, pg, &suiteBuilder{st: st, store: pg}, opts)
 	if err != nil {
