@@ -245,8 +245,10 @@ func TestT6RetainOffBoundsMemory(t *testing.T) {
 	if len(s.Results) != 100 || len(s.Results[99].Output) != 1<<20 {
 		t.Fatalf("retain on kept %d results", len(s.Results))
 	}
-	if grown := heapMB() - base; grown < 100 {
-		t.Fatalf("retain on: heap grew only %.0f MB for 100 MB of outputs", grown)
+	// 100 outputs of 1 MiB are kept: the heap holds at least ~90 MiB of
+	// them (a little of the baseline may have been collected meanwhile).
+	if grown := heapMB() - base; grown < 90 {
+		t.Fatalf("retain on: heap grew only %.1f MB for 100 MB of outputs", grown)
 	}
 	runtime.KeepAlive(s)
 }

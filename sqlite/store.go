@@ -19,9 +19,11 @@ import (
 	"sync"
 	"time"
 
+	sqlitedrv "modernc.org/sqlite" // also the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/sqlstore"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 // DefaultPath is the database file the CLI uses when none is given.
@@ -75,7 +77,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, writer, migrations); err != nil {
+	if err := migrateRetryingBusy(ctx, writer, migrations); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
@@ -101,6 +103,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %s: prepare: %w", path, err)
 	}
 	return s, nil
+}
+
+// openBusyTries bounds how often Open retries a migration that SQLite
+// refused with SQLITE_BUSY without waiting.
+const openBusyTries = 50
+
+// migrateRetryingBusy runs migrate, trying again when SQLite answers
+// SQLITE_BUSY at once. The busy timeout covers ordinary lock waits, but
+// not every case: while another process turns a brand-new file to WAL
+// mode (or recovers its WAL), BEGIN IMMEDIATE fails with SQLITE_BUSY
+// without calling the busy handler. Two processes opening one new file at
+// the same moment would otherwise see "database is locked".
+func migrateRetryingBusy(ctx context.Context, db *sql.DB, migrations []sqlstore.Migration) error {
+	for try := 1; ; try++ {
+		err := migrate(ctx, db, migrations)
+		var se *sqlitedrv.Error
+		if err == nil || try >= openBusyTries || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * 5 * time.Millisecond):
+		}
+	}
 }
 
 // Path returns the database file's path.
