@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -90,6 +91,10 @@ type client struct {
 	max   int64
 	clock evalrun.Clock
 	own   *http.Client // closed by close
+	// scrub knows the API key and the base URL's secrets, which an error
+	// body (a 401 echoing the Authorization header) or a transport error
+	// (printing the URL) may hold.
+	scrub *redact.Scrubber
 }
 
 // newClient validates c and builds the SDK options. The SDK's services are
@@ -103,7 +108,9 @@ func newClient(c ClientConfig) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{max: c.MaxResponseBytes, clock: c.Clock}
+	cl := &client{max: c.MaxResponseBytes, clock: c.Clock, scrub: &redact.Scrubber{}}
+	cl.scrub.Add(key)
+	cl.scrub.Add(redact.URLSecrets(c.BaseURL)...)
 	if cl.max == 0 {
 		cl.max = target.DefaultMaxResponseBytes
 	}
@@ -195,19 +202,23 @@ func (c *client) classify(ctx context.Context, ex *exchange, err error) error {
 		if apiErr.Message != "" {
 			cause = fmt.Errorf("%w: %s", apiErr, apiErr.Message)
 		}
-		return target.ClassifyStatus(apiErr.StatusCode, h, c.clock.Now(), cause)
+		return target.ClassifyStatus(apiErr.StatusCode, h, c.clock.Now(), c.scrub.Error(cause))
 	}
 	switch {
 	case ex.status >= 200 && ex.status < 300:
-		return malformed(ex.status, err, evalrun.Usage{})
+		return malformed(ex.status, c.scrub.Error(err), evalrun.Usage{})
 	case ex.status != 0:
 		// An error status whose body the SDK could not parse.
 		if s := snippet(ex.body); s != "" {
 			err = fmt.Errorf("%s", s)
 		}
-		return target.ClassifyStatus(ex.status, ex.header, c.clock.Now(), err)
+		return target.ClassifyStatus(ex.status, ex.header, c.clock.Now(), c.scrub.Error(err))
 	}
-	return target.ClassifyTransport(err)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
+	return target.ClassifyTransport(c.scrub.Error(err))
 }
 
 // malformed returns a permanent error of a 2xx response that cannot be

@@ -124,6 +124,7 @@ func expandTree(n *yaml.Node, env Env, path string, ps *problems) *yaml.Node {
 			if n.Style == 0 {
 				c.Tag = ""
 			}
+			ps.noteExpanded(&c, n.Value)
 		}
 	case yaml.MappingNode:
 		c.Content = make([]*yaml.Node, len(n.Content))

@@ -101,7 +101,7 @@ func (p *parser) guard(n *yaml.Node, path string) *target.Guard {
 		case "min":
 			var f float64
 			if v.Kind != yaml.ScalarNode || v.Decode(&f) != nil || f < 0 || f > 1 {
-				p.ps.at(v, path+".min", "", "must be a number in [0,1], got %s", describe(v))
+				p.ps.at(v, path+".min", "", "must be a number in [0,1], got %s", p.describe(v))
 				return
 			}
 			g.Min = f

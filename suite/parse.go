@@ -75,7 +75,7 @@ func (p *parser) parse(root *yaml.Node) {
 // fields calls fn for every key of mapping n, reporting keys not in known.
 func (p *parser) fields(n *yaml.Node, path string, known []string, fn func(key string, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
-		p.ps.at(n, path, "", "must be a mapping (key: value lines), got %s", kindName(n))
+		p.ps.at(n, path, "", "must be a mapping (key: value lines), got %s", p.kindName(n))
 		return false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -119,7 +119,7 @@ func (p *parser) has(n *yaml.Node, key string) bool { return p.value(n, key) != 
 
 func (p *parser) str(v *yaml.Node, path string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
-		p.ps.at(v, path, "", "must be a string, got %s", kindName(v))
+		p.ps.at(v, path, "", "must be a string, got %s", p.kindName(v))
 		return "", false
 	}
 	return v.Value, true
@@ -128,7 +128,7 @@ func (p *parser) str(v *yaml.Node, path string) (string, bool) {
 func (p *parser) integer(v *yaml.Node, path string, minimum int) (int, bool) {
 	var n int
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil {
-		p.ps.at(v, path, "", "must be a whole number, got %s", describe(v))
+		p.ps.at(v, path, "", "must be a whole number, got %s", p.describe(v))
 		return 0, false
 	}
 	if n < minimum {
@@ -141,7 +141,7 @@ func (p *parser) integer(v *yaml.Node, path string, minimum int) (int, bool) {
 func (p *parser) boolean(v *yaml.Node, path string) (bool, bool) {
 	var b bool
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
-		p.ps.at(v, path, "use true or false", "must be a boolean, got %s", describe(v))
+		p.ps.at(v, path, "use true or false", "must be a boolean, got %s", p.describe(v))
 		return false, false
 	}
 	return b, true
@@ -154,7 +154,7 @@ func (p *parser) duration(v *yaml.Node, path string) (time.Duration, bool) {
 	}
 	d, err := time.ParseDuration(v.Value)
 	if v.Kind != yaml.ScalarNode || err != nil {
-		p.ps.at(v, path, "use a number with a unit: 500ms, 30s, 2m, 1h", "invalid duration %s", describe(v))
+		p.ps.at(v, path, "use a number with a unit: 500ms, 30s, 2m, 1h", "invalid duration %s", p.describe(v))
 		return 0, false
 	}
 	if d < 0 {
@@ -296,24 +296,29 @@ func (p *parser) decodeFields(n *yaml.Node, path string, dst any, skip []string)
 		}
 		one := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, val}}
 		if err := one.Decode(dst); err != nil {
-			p.ps.at(val, joinPath(path, k.Value), "", "%s", yamlCause(err, val))
+			p.ps.at(val, joinPath(path, k.Value), "", "%s", p.yamlCause(err, val))
 		}
 	}
 }
 
 var yamlLine2 = regexp.MustCompile(`^line \d+: `)
 
+// yamlValue is the excerpt of the value a yaml type error quotes
+// (" `sk-abcd...`"), which the message shows apart through describe.
+var yamlValue = regexp.MustCompile(" `[^`]*`")
+
 // yamlCause returns a decoding error's message without its "yaml: line N:"
-// wrapping.
-func yamlCause(err error, v *yaml.Node) string {
+// wrapping and its excerpt of the value.
+func (p *parser) yamlCause(err error, v *yaml.Node) string {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		return "invalid value " + describe(v) + ": " + strings.TrimSpace(yamlLine2.ReplaceAllString(te.Errors[0], ""))
+		cause := yamlValue.ReplaceAllString(yamlLine2.ReplaceAllString(te.Errors[0], ""), "")
+		return "invalid value " + p.describe(v) + ": " + strings.TrimSpace(cause)
 	}
 	return err.Error()
 }
 
-func kindName(n *yaml.Node) string {
+func (p *parser) kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -323,15 +328,19 @@ func kindName(n *yaml.Node) string {
 		if n.ShortTag() == "!!null" {
 			return "nothing"
 		}
-		return describe(n)
+		return p.describe(n)
 	}
 	return "an alias"
 }
 
-// describe quotes a scalar's text for messages.
-func describe(n *yaml.Node) string {
+// describe quotes a scalar's text for messages; for a value expanded from
+// the environment, its text as written (the value may be a secret).
+func (p *parser) describe(n *yaml.Node) string {
 	if n.Kind != yaml.ScalarNode {
-		return kindName(n)
+		return p.kindName(n)
+	}
+	if written, ok := p.ps.expanded[n]; ok {
+		return strconv.Quote(written) + " (its value is not shown)"
 	}
 	return strconv.Quote(n.Value)
 }

@@ -65,6 +65,18 @@ func (e *Error) Unwrap() error { return evalrun.ErrInvalid }
 // problems collects the problems of one suite file.
 type problems struct {
 	list []Problem
+	// expanded maps each scalar whose ${VAR} references were expanded to
+	// its text as written, which messages show instead of its value: the
+	// value may be a secret.
+	expanded map[*yaml.Node]string
+}
+
+// noteExpanded records that n's value was expanded from written.
+func (ps *problems) noteExpanded(n *yaml.Node, written string) {
+	if ps.expanded == nil {
+		ps.expanded = make(map[*yaml.Node]string)
+	}
+	ps.expanded[n] = written
 }
 
 // at records a problem at node n (nil: no position).

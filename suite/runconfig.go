@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -22,7 +22,7 @@ const RunConfigFormat = 1
 
 // Redacted replaces a literal secret (one not given as a ${VAR} reference)
 // in a stored run config.
-const Redacted = "[redacted]"
+const Redacted = redact.Mask
 
 // runConfig is the effective configuration stored with a run.
 type runConfig struct {
@@ -185,7 +185,7 @@ func (s *Suite) RunConfig() (json.RawMessage, error) {
 	if err := s.raw.Decode(&tree); err != nil {
 		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
 	}
-	body, err := json.Marshal(redact(jsonable(tree), ""))
+	body, err := json.Marshal(redactTree(jsonable(tree), ""))
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
 	}
@@ -267,35 +267,27 @@ func jsonable(v any) any {
 	return v
 }
 
-// sensitive matches the names of headers, variables and keys whose values
-// are secrets.
-var sensitive = regexp.MustCompile(`(?i)(auth|token|secret|passw|api[-_]?key|cookie|credential|private)`)
-
-// redact replaces literal secrets in a decoded suite: values of sensitive
-// keys (and of every header and env entry named so) that are not a ${VAR}
-// reference, and passwords in URLs.
-func redact(v any, key string) any {
+// redactTree replaces literal secrets in a decoded suite: values of
+// secret-named keys (and of every header and env entry named so) that are
+// not a ${VAR} reference, and the passwords and secret-named query
+// parameters of URLs (see [redact.URL]).
+func redactTree(v any, key string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = redact(e, k)
+			x[k] = redactTree(e, k)
 		}
 		return x
 	case []any:
 		for i, e := range x {
-			x[i] = redact(e, key)
+			x[i] = redactTree(e, key)
 		}
 		return x
 	case string:
-		if sensitive.MatchString(key) && !strings.HasSuffix(key, "_env") && x != "" && !isReference(x) {
+		if redact.SensitiveName(key) && !strings.HasSuffix(key, "_env") && x != "" && !isReference(x) {
 			return Redacted
 		}
-		if u, err := url.Parse(x); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok && !isReference(p) {
-				u.User = url.UserPassword(u.User.Username(), "REDACTED")
-				return strings.Replace(u.String(), "REDACTED", Redacted, 1)
-			}
-		}
+		return redact.URL(x)
 	}
 	return v
 }
@@ -330,7 +322,7 @@ func (s *Suite) CacheKey() string {
 	if t := findValue(s.raw, "target"); t != nil {
 		_ = t.Decode(&tree)
 	}
-	b, _ := json.Marshal(redact(jsonable(tree), ""))
+	b, _ := json.Marshal(redactTree(jsonable(tree), ""))
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -40,7 +40,7 @@ var scorerHints = map[string]string{
 // scorers parses and builds every entry of the scorers list.
 func (p *parser) scorers(n *yaml.Node) {
 	if n.Kind != yaml.SequenceNode {
-		p.ps.at(n, "scorers", "e.g. scorers: [exact_match]", "must be a list, got %s", kindName(n))
+		p.ps.at(n, "scorers", "e.g. scorers: [exact_match]", "must be a list, got %s", p.kindName(n))
 		return
 	}
 	if len(n.Content) == 0 {
@@ -98,7 +98,7 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 			return nil, ""
 		}
 	default:
-		p.ps.at(e, path, "write a kind (- exact_match) or a mapping with kind:", "must be a kind or a mapping, got %s", kindName(e))
+		p.ps.at(e, path, "write a kind (- exact_match) or a mapping with kind:", "must be a kind or a mapping, got %s", p.kindName(e))
 		return nil, ""
 	}
 	kindPath := path

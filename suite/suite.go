@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/target"
@@ -52,6 +53,8 @@ type Suite struct {
 	// chatPlan describes an openai target's requests (dry runs).
 	chatPlan *ChatPlan
 	closers  []evalrun.Closer
+	// scrub knows the suite's secrets (see Scrubber).
+	scrub *redact.Scrubber
 	// raw is the document's root mapping with ${VAR} references
 	// unexpanded, CLI overrides applied: what a run record stores.
 	raw *yaml.Node
@@ -205,13 +208,19 @@ func parseRoot(root *yaml.Node, file, dir string, opts Options) (*Suite, error) 
 		ps.at(root, "", "see docs/suite.md for an example", "a suite file is a mapping with dataset, target and scorers")
 		return nil, ps.err(file)
 	}
-	s := &Suite{File: file, Dir: dir, Execution: DefaultExecution(), raw: root}
+	s := &Suite{File: file, Dir: dir, Execution: DefaultExecution(), raw: root, scrub: &redact.Scrubber{}}
+	// Every value read from the environment, now (${VAR}) or while
+	// building (api_key_env), is a secret of the suite.
+	opts.Env = recordingEnv(opts.Env, s.scrub)
 	p := &parser{suite: s, ps: ps, opts: opts}
-	p.parse(expandTree(root, opts.Env, "", ps))
+	tree := expandTree(root, opts.Env, "", ps)
+	addLiteralSecrets(tree, "", s.scrub)
+	p.parse(tree)
 	if err := ps.err(file); err != nil {
 		s.Close()
-		return nil, err
+		return nil, scrubProblems(err, s.scrub)
 	}
+	s.scrubErrors()
 	return s, nil
 }
 

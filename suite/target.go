@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -69,7 +70,7 @@ func (p *parser) target(n *yaml.Node) {
 func (p *parser) buildTarget(n *yaml.Node, path string, raw *yaml.Node) (evalrun.Target, evalrun.TargetInfo, *target.Rate) {
 	var info evalrun.TargetInfo
 	if n.Kind != yaml.MappingNode {
-		p.ps.at(n, path, "e.g. {kind: echo}", "must be a mapping, got %s", kindName(n))
+		p.ps.at(n, path, "e.g. {kind: echo}", "must be a mapping, got %s", p.kindName(n))
 		return nil, info, nil
 	}
 	kindNode := p.value(n, "kind")
@@ -116,6 +117,9 @@ func (p *parser) buildTarget(n *yaml.Node, path string, raw *yaml.Node) (evalrun
 	if info.Name == "" {
 		info.Name = name
 	}
+	// The name goes to the run record, reports and messages: a URL
+	// written with a password or a key in its query loses them there.
+	info.Name = p.suite.scrub.String(redact.URL(info.Name))
 	return t, info, rate
 }
 

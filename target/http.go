@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/redact"
 )
 
 // HTTPConfig configures an [HTTP] target. The yaml keys are the suite file's.
@@ -102,6 +103,10 @@ type HTTP struct {
 	client  *http.Client
 	ownsCli bool
 	clock   evalrun.Clock
+	// scrub knows the target's own secrets (its secret-named headers,
+	// its URL's password and secret-named query parameters), which a
+	// server may echo in an error body.
+	scrub *redact.Scrubber
 }
 
 var (
@@ -153,6 +158,16 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if t.clock == nil {
 		t.clock = evalrun.SystemClock
 	}
+	t.scrub = &redact.Scrubber{}
+	t.scrub.Add(redact.URLSecrets(cfg.URL)...)
+	for k, v := range cfg.Headers {
+		if redact.SensitiveName(k) {
+			t.scrub.Add(v)
+			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN"
+				t.scrub.Add(cred)
+			}
+		}
+	}
 	return t, nil
 }
 
@@ -188,14 +203,20 @@ func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return evalrun.Output{}, ClassifyTransport(err)
+		// A *url.Error prints the whole URL, query included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact.URL(ue.URL)
+		}
+		return evalrun.Output{}, ClassifyTransport(t.scrub.Error(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		msg := fmt.Errorf("%s %s", t.method, req.URL.Redacted())
+		where := redact.URL(req.URL.Redacted())
+		msg := fmt.Errorf("%s %s", t.method, where)
 		if s := strings.TrimSpace(strings.ToValidUTF8(string(snippet), "\uFFFD")); s != "" {
-			msg = fmt.Errorf("%s %s: %s", t.method, req.URL.Redacted(), s)
+			msg = fmt.Errorf("%s %s: %s", t.method, where, t.scrub.String(s))
 		}
 		return evalrun.Output{}, ClassifyStatus(resp.StatusCode, resp.Header, t.clock.Now(), msg)
 	}

@@ -43,6 +43,13 @@ type State struct {
 	ran bool
 }
 
+// scrubOutput makes everything the command prints from now on go through
+// the suite's secret scrubber (the last line of defence: errors, names and
+// reports are scrubbed where they are made).
+func (st *State) scrubOutput(s *suite.Suite) {
+	st.Stdout, st.Stderr = s.Scrubber().Writer(st.Stdout), s.Scrubber().Writer(st.Stderr)
+}
+
 // Getenv returns the value of an environment variable, "" when unset.
 func (st *State) Getenv(name string) string {
 	v, _ := st.lookupEnv()(name)

@@ -34,6 +34,7 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 		return err
 	}
 	defer s.Close()
+	st.scrubOutput(s)
 	o := f.overrides(cmd)
 	if err := f.exec.apply(cmd, &o); err != nil {
 		return err

@@ -59,6 +59,7 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 	} else if p.suite, err = suite.Load(path, opts); err != nil {
 		return nil, err
 	}
+	st.scrubOutput(p.suite)
 	ok := false
 	defer func() {
 		if !ok {
