@@ -195,3 +195,40 @@ func excerpt(text, s string) string {
 	return strings.ToValidUTF8(text[max(i-200, 0):min(i+200, len(text))], "?")
 }
 
+// A worker rebuilds a run's target with its own environment's secrets,
+// and scrubs those from the errors it stores: here a value in the URL's
+// path, which only the suite's record of its environment knows.
+func TestWorkerScrubsItsOwnSecrets(t *testing.T) {
+	const workerSecret = "worker-only-7c6b5a49"
+	b := setup(t)
+	b.env = append(b.env, "KEY="+leakSecret)
+	b.write("d.jsonl", data3)
+	suite := b.write("suite.yaml", `dataset: {name: d, file: d.jsonl}
+target: {kind: http, url: "`+refusedURL(t)+`/x/${KEY}"}
+scorers: [exact_match]
+`)
+	_, _, stderr := b.run("run", suite, "-q", "--limit", "1")
+	store, err := openStore(context.Background(), b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run, err := store.GetRun(context.Background(), strings.Fields(stderr)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := &suiteBuilder{st: &State{Env: []string{"KEY=" + workerSecret}}, store: store}
+	target, _, _, err := worker.Build(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.(interface{ Close() error }).Close()
+	items, err := worker.Items(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.Execute(context.Background(), items[0])
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), workerSecret) {
+		t.Errorf("the worker's target error: %v", err)
+	}
+}

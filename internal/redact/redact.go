@@ -65,8 +65,14 @@ func (s *Scrubber) Add(secrets ...string) {
 // encodings returns v and the forms it takes inside JSON strings and URLs.
 func encodings(v string) []string {
 	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
-	if b, err := json.Marshal(v); err == nil {
-		forms = append(forms, string(b[1:len(b)-1]))
+	for _, html := range []bool{true, false} { // encoding/json escapes <, > and & by default
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(v) == nil {
+			quoted := strings.TrimSuffix(b.String(), "\n")
+			forms = append(forms, quoted[1:len(quoted)-1])
+		}
 	}
 	slices.Sort(forms)
 	return slices.Compact(forms)
