@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -18,6 +19,10 @@ import (
 // leakSecret is the secret of TestSecretsNeverLeak; a yaml type error
 // quotes the first 7 bytes of a value, so its prefix is searched too.
 const leakSecret = "Zq8-LEAKED-4f1c9e27ab"
+
+// leakBasic is the secret as an HTTP client sends it for a URL with
+// alice:leakSecret@: base64("alice:" + leakSecret) in Authorization.
+var leakBasic = base64.StdEncoding.EncodeToString([]byte("alice:" + leakSecret))
 
 // echoServer is a fake service that betrays its callers: under /echo it
 // answers 401 with the request's Authorization header and URL in the body
@@ -82,9 +87,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 			target:  `{kind: http, url: "` + srv.URL + `/ok", output: out}`,
 			scorers: `[{kind: embedding_similarity, base_url: "` + srv.URL + `/echo/v1", api_key_env: KEY, model: e}]`,
 			code:    1, shown: "HTTP 401"},
-		{name: "literal user:password@ in the URL",
-			target: `{kind: http, url: "http://alice:` + leakSecret + `@` + host + `/ok", output: out}`,
-			code:   0, shown: "alice:[redacted]@"},
+		{name: "literal user:password@ in the URL, Basic credentials echoed by a 401",
+			target: `{kind: http, url: "http://alice:` + leakSecret + `@` + host + `/echo"}`,
+			code:   1, shown: "alice:[redacted]@"},
 		{name: "literal secret-named query parameter echoed by a 500",
 			target: `{kind: http, url: "` + srv.URL + `/fail?token=` + leakSecret + `&x=1"}`,
 			code:   1, shown: "token=[redacted]"},
@@ -152,8 +157,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 				return nil
 			})
 			for name, text := range texts {
-				if strings.Contains(text, leakSecret[:7]) {
-					t.Errorf("%s holds the secret:\n%s", name, excerpt(text, leakSecret[:7]))
+				for _, s := range []string{leakSecret[:7], leakBasic} {
+					if strings.Contains(text, s) {
+						t.Errorf("%s holds the secret:\n%s", name, excerpt(text, s))
+					}
 				}
 			}
 		})

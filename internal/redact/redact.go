@@ -9,6 +9,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/url"
@@ -228,8 +229,8 @@ func replaceInURL(raw, secret string) string {
 }
 
 // URLSecrets returns the secrets raw's structure shows, as written in it:
-// the password of its user information and the values of its query
-// parameters with a [SensitiveName]. It returns nil for text that is not
+// the password of its user information (and the Basic credentials made
+// of it) and the values of its query parameters with a [SensitiveName]. It returns nil for text that is not
 // an absolute URL, and ignores values that are ${VAR} references (their
 // values are known from the environment).
 func URLSecrets(raw string) []string {
@@ -243,7 +244,10 @@ func URLSecrets(raw string) []string {
 	var out []string
 	if u.User != nil {
 		if p, ok := u.User.Password(); ok && p != "" {
-			out = append(out, rawPassword(raw, p))
+			// An HTTP client sends them as "Authorization: Basic
+			// base64(user:password)", which a server may echo.
+			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p))
+			out = append(out, rawPassword(raw, p), basic)
 		}
 	}
 	for _, part := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
