@@ -48,12 +48,7 @@ func addLiteralSecrets(n *yaml.Node, key string, sc *redact.Scrubber) {
 		if key == "" || !redact.SensitiveName(key) || strings.HasSuffix(key, "_env") {
 			return
 		}
-		sc.Add(n.Value)
-		for _, w := range strings.Fields(n.Value) {
-			if !schemeWord.MatchString(w) {
-				sc.Add(w)
-			}
-		}
+		sc.AddCredential(n.Value)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			addLiteralSecrets(n.Content[i+1], n.Content[i].Value, sc)

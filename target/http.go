@@ -162,10 +162,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	t.scrub.Add(redact.URLSecrets(cfg.URL)...)
 	for k, v := range cfg.Headers {
 		if redact.SensitiveName(k) {
-			t.scrub.Add(v)
-			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN"
-				t.scrub.Add(cred)
-			}
+			t.scrub.AddCredential(v)
 		}
 	}
 	return t, nil

@@ -63,6 +63,17 @@ func (s *Scrubber) Add(secrets ...string) {
 	}
 }
 
+// AddCredential records the value of an authorization header or another
+// secret-named setting, and for "Scheme CREDENTIAL" ("Bearer sk-...",
+// "Basic dXNlcjpw...") the credential alone, which a server may echo
+// without its scheme.
+func (s *Scrubber) AddCredential(v string) {
+	s.Add(v)
+	if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+		s.Add(cred)
+	}
+}
+
 // encodings returns v and the forms it takes inside JSON strings and URLs.
 func encodings(v string) []string {
 	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}

@@ -31,6 +31,14 @@ func TestScrubberString(t *testing.T) {
 	}
 }
 
+func TestAddCredential(t *testing.T) {
+	var s Scrubber
+	s.AddCredential("Bearer tok-123456")
+	if got := s.String("Authorization: Bearer tok-123456 / echoed tok-123456"); got != "Authorization: [redacted] / echoed [redacted]" {
+		t.Errorf("got %q", got)
+	}
+}
+
 // Where one secret contains another, the longer is replaced whole.
 func TestScrubberLongestFirst(t *testing.T) {
 	var s Scrubber
