@@ -35,6 +35,7 @@ var scorerHints = map[string]string{
 	"json_schema.schema_file": "the path is relative to the suite file's directory",
 	"contains.mode":           "use any or all",
 	"llm_judge.rubric":        "describe what a good answer is",
+	"*.price":                 "USD per million tokens, e.g. price: {input_per_mtok: 0.15, output_per_mtok: 0.6}",
 }
 
 // scorers parses and builds every entry of the scorers list.
