@@ -12,7 +12,7 @@ import (
 func TestCalibrationInput(t *testing.T) {
 	meta := map[string]any{"tags": []any{"polite"}}
 	for _, tc := range []struct {
-		name, input                     string
+		name, input                    string
 		wantInput, wantOutput, wantExp string // "" means absent
 	}{
 		{"text is the output", `"Sure, happy to help."`, "", `"Sure, happy to help."`, ""},
