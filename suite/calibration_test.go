@@ -88,9 +88,9 @@ func (f *fakeModelAPI) recorded() []string {
 	return append([]string(nil), f.prompts...)
 }
 
-func parseWith(t *testing.T, src string, api *fakeModelAPI) *suite.Suite {
+func parseWith(t *testing.T, src string, api *fakeModelAPI, c evalrun.ResponseCache) *suite.Suite {
 	t.Helper()
-	s, err := suite.Parse([]byte(src), "suite.yaml", t.TempDir(), suite.Options{
+	s, err := suite.Parse([]byte(src), "suite.yaml", t.TempDir(), suite.Options{Cache: c,
 		Env: suite.EnvList([]string{"MODEL_URL=" + api.URL + "/v1", "OPENAI_API_KEY=test-key"})})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ scorers:
   - kind: expr
     name: agrees
     expression: "output.score == expected"
-`, api)
+`, api, nil)
 	items := []*evalrun.Item{
 		{ID: "pair", Input: json.RawMessage(`{"input": "What is 2+2?", "output": "5"}`), Expected: json.RawMessage(`0`)},
 		{ID: "text", Input: json.RawMessage(`"Your refund is on its way."`), Expected: json.RawMessage(`1`)},
@@ -220,7 +220,7 @@ scorers:
     model: judge-1
     base_url: ${MODEL_URL}
     rubric: Is the answer correct?
-`, api)
+`, api, nil)
 	sum := runSuite(t, s, []*evalrun.Item{{ID: "q", Input: json.RawMessage(`"hello"`), Expected: json.RawMessage(`"bye"`)}})
 	r := sum.Results[0]
 	if !r.Usage.IsZero() {
@@ -255,4 +255,31 @@ func ptrOr(p *int64) int64 {
 		return -1
 	}
 	return *p
+}
+
+// A verdict served from the response cache calls no model: it reports no
+// usage, so a re-run that only changed scorers costs nothing.
+func TestCachedVerdictReportsNoUsage(t *testing.T) {
+	api := newFakeModelAPI(t)
+	s := parseWith(t, `
+dataset: {name: d}
+target: {kind: echo}
+scorers:
+  - kind: llm_judge
+    model: judge-1
+    base_url: ${MODEL_URL}
+    rubric: Is the answer correct?
+    price: {input_per_mtok: 0.5, output_per_mtok: 4}
+execution: {cache: true}
+`, api, inmem.New())
+	items := []*evalrun.Item{{ID: "q", Input: json.RawMessage(`"hello"`)}}
+	first := runSuite(t, s, items).Results[0].Scores[0]
+	if first.Usage.CostUSD == nil || *first.Usage.CostUSD == 0 {
+		t.Fatalf("first verdict usage %+v, want a cost", first.Usage)
+	}
+	again := runSuite(t, s, items).Results[0].Scores[0]
+	if len(api.recorded()) != 1 || again.Score == nil || *again.Score != *first.Score || !again.Usage.IsZero() {
+		t.Errorf("cached verdict: %d judge calls, score %v, usage %+v; want 1 call, the same score, no usage",
+			len(api.recorded()), again.Score, again.Usage)
+	}
 }
