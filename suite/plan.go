@@ -1,10 +1,12 @@
 package suite
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/openai"
+	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -64,6 +66,34 @@ func newChatPlan(cfg openai.ChatTargetConfig) *ChatPlan {
 // ChatPlan returns the plan of the suite's target when it is an openai
 // target (kind: openai), nil for every other kind.
 func (s *Suite) ChatPlan() *ChatPlan { return s.chatPlan }
+
+// JudgePlan describes the requests of an llm_judge scorer, for estimates
+// made without calling anything (evalrun run --dry-run).
+type JudgePlan struct {
+	// Scorer is the scorer's name and Model the judge model's.
+	Scorer, Model string
+	// MaxTokens caps a verdict; 0 when unset.
+	MaxTokens int
+	// Price is the judge's price table; nil when it has none.
+	Price *evalrun.Price
+
+	judge *scorer.LLMJudge
+}
+
+// Prompt returns the text the judge sends to grade output for item: its
+// system and user messages.
+func (j *JudgePlan) Prompt(item *evalrun.Item, output json.RawMessage) string {
+	req := j.judge.Request(evalrun.ScoreInput{Item: item, Output: output})
+	parts := make([]string, len(req.Messages))
+	for i, m := range req.Messages {
+		parts[i] = m.Content
+	}
+	return strings.Join(parts, "\n")
+}
+
+// JudgePlans returns the plans of the suite's llm_judge scorers, in file
+// order.
+func (s *Suite) JudgePlans() []*JudgePlan { return s.judgePlans }
 
 // ScorerKinds returns the kinds of the suite's scorers, in file order (the
 // order of [Suite.ScorerNames]).

@@ -51,6 +51,8 @@ type Suite struct {
 	scorerKinds []string
 	// chatPlan describes an openai target's requests (dry runs).
 	chatPlan *ChatPlan
+	// judgePlans describe the llm_judge scorers' requests (dry runs).
+	judgePlans []*JudgePlan
 	closers  []evalrun.Closer
 	// raw is the document's root mapping with ${VAR} references
 	// unexpanded, CLI overrides applied: what a run record stores.
