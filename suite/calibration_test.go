@@ -198,11 +198,9 @@ func section(prompt, tag string) string {
 	return body
 }
 
-// Judges and embedders with a price have their tokens turned into a cost,
-// recorded on each score apart from the target's usage.
-func TestScorerModelsArePriced(t *testing.T) {
-	api := newFakeModelAPI(t)
-	s := parseWith(t, `
+// pricedJudgeSuite is a suite with an echo target and a priced judge on
+// the fake model API; more scorers or sections may follow.
+const pricedJudgeSuite = `
 dataset: {name: d}
 target: {kind: echo}
 scorers:
@@ -211,7 +209,13 @@ scorers:
     base_url: ${MODEL_URL}
     rubric: Is the answer correct?
     price: {input_per_mtok: 0.5, output_per_mtok: 4}
-  - kind: embedding_similarity
+`
+
+// Judges and embedders with a price have their tokens turned into a cost,
+// recorded on each score apart from the target's usage.
+func TestScorerModelsArePriced(t *testing.T) {
+	api := newFakeModelAPI(t)
+	s := parseWith(t, pricedJudgeSuite+`  - kind: embedding_similarity
     model: emb-1
     base_url: ${MODEL_URL}
     price: {input_per_mtok: 0.02}
@@ -261,16 +265,7 @@ func ptrOr(p *int64) int64 {
 // usage, so a re-run that only changed scorers costs nothing.
 func TestCachedVerdictReportsNoUsage(t *testing.T) {
 	api := newFakeModelAPI(t)
-	s := parseWith(t, `
-dataset: {name: d}
-target: {kind: echo}
-scorers:
-  - kind: llm_judge
-    model: judge-1
-    base_url: ${MODEL_URL}
-    rubric: Is the answer correct?
-    price: {input_per_mtok: 0.5, output_per_mtok: 4}
-execution: {cache: true}
+	s := parseWith(t, pricedJudgeSuite+`execution: {cache: true}
 `, api, inmem.New())
 	items := []*evalrun.Item{{ID: "q", Input: json.RawMessage(`"hello"`)}}
 	first := runSuite(t, s, items).Results[0].Scores[0]
