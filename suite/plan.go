@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/evalrun/evalrun"
@@ -76,14 +75,23 @@ type JudgePlan struct {
 	MaxTokens int
 	// Price is the judge's price table; nil when it has none.
 	Price *evalrun.Price
+	// Calibration is set for the judge of a scorer target (judge
+	// calibration), which grades the case each item's input spells out.
+	Calibration bool
 
 	judge *scorer.LLMJudge
 }
 
-// Prompt returns the text the judge sends to grade output for item: its
-// system and user messages.
-func (j *JudgePlan) Prompt(item *evalrun.Item, output json.RawMessage) string {
-	req := j.judge.Request(evalrun.ScoreInput{Item: item, Output: output})
+// Prompt returns the text the judge sends for item: its system and user
+// messages. The output a scorer grades is unknown before the run: the
+// item's expected output stands in for it. Under calibration the case is
+// the item's own (see [target.CalibrationInput]).
+func (j *JudgePlan) Prompt(item *evalrun.Item) string {
+	in := evalrun.ScoreInput{Item: item, Output: item.Expected}
+	if j.Calibration {
+		in = target.CalibrationInput(item)
+	}
+	req := j.judge.Request(in)
 	parts := make([]string, len(req.Messages))
 	for i, m := range req.Messages {
 		parts[i] = m.Content

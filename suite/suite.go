@@ -53,7 +53,7 @@ type Suite struct {
 	chatPlan *ChatPlan
 	// judgePlans describe the llm_judge scorers' requests (dry runs).
 	judgePlans []*JudgePlan
-	closers  []evalrun.Closer
+	closers    []evalrun.Closer
 	// raw is the document's root mapping with ${VAR} references
 	// unexpanded, CLI overrides applied: what a run record stores.
 	raw *yaml.Node

@@ -152,6 +152,23 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry run with max_tokens and no price: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	// Judge calibration: the judge is the target, estimated on the cases
+	// the items' inputs spell out.
+	e.write("calib.jsonl", `{"id": "c1", "input": {"input": "2+2?", "output": "5"}, "expected_output": 0}`+"\n")
+	e.write("calib.yaml", `dataset: {name: calib, file: calib.jsonl}
+target:
+  kind: scorer
+  scorer: {kind: llm_judge, rubric: "is it right?", model: judge, base_url: "`+srv.URL+`/v1", max_tokens: 50,
+           price: {input_per_mtok: 1, output_per_mtok: 1}}
+scorers: [{kind: expr, expression: "output.score == expected"}]
+`)
+	r = e.runEnv([]string{env}, "run", "calib.yaml", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "estimated cost: unknown (the target is a judge under calibration: see its estimate below)") ||
+		!strings.Contains(r.stdout, "(from the cases the items' inputs spell out; this judge is the target, under calibration); output at most 50 (max_tokens 50)") ||
+		!strings.Contains(r.stdout, "judge llm_judge estimated cost: at most $") {
+		t.Errorf("dry run of a judge calibration: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// Invalid dataset and invalid suite: exit 2.
 	e.write("data.jsonl", `{"input": "a"}`+"\n"+`{"input": }`+"\n")
 	if r := e.runEnv([]string{env}, "run", "suite.yaml", "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, "data.jsonl:2:") {

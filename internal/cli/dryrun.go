@@ -263,10 +263,10 @@ func estimateJudge(j *suite.JudgePlan, items []*evalrun.Item, repeat int) judgeE
 	e.encoding, count = tokenCounter(j.Model)
 	k := int64(repeat)
 	for _, it := range items {
-		if len(it.Expected) == 0 {
+		if len(it.Expected) == 0 && !j.Calibration {
 			e.noExpected++
 		}
-		e.inputTokens += k * count(j.Prompt(it, it.Expected))
+		e.inputTokens += k * count(j.Prompt(it))
 	}
 	e.outputTokens = k * int64(len(items)) * int64(j.MaxTokens)
 	return e
@@ -314,6 +314,9 @@ func (p *dryRunPlan) write(w io.Writer, s *suite.Suite, source string) {
 func (e *judgeEstimate) write(w io.Writer) {
 	j := e.plan
 	assume := "the expected outputs as the graded outputs"
+	if j.Calibration {
+		assume = "the cases the items' inputs spell out; this judge is the target, under calibration"
+	}
 	if e.noExpected > 0 {
 		assume += fmt.Sprintf("; %d %s without one graded as empty", e.noExpected, plural(e.noExpected, "item"))
 	}
@@ -343,6 +346,9 @@ func (e *judgeEstimate) write(w io.Writer) {
 func (p *dryRunPlan) writeCost(w io.Writer) {
 	if p.chat == nil {
 		why := "only an openai target with a price table is priced"
+		if slices.ContainsFunc(p.judgeEstimates, func(e judgeEstimate) bool { return e.plan.Calibration }) {
+			why = "the target is a judge under calibration: see its estimate below"
+		}
 		if p.outputs {
 			why = "saved outputs are scored, the target is not called"
 		}
