@@ -35,7 +35,9 @@ func ThresholdOf(s Scorer) float64 {
 
 // ScoreInput is what a scorer grades.
 type ScoreInput struct {
-	// Item is the dataset item: its Input, Expected and Metadata.
+	// Item is the dataset item: its Input, Expected and Metadata. Under
+	// calibration (a scorer target) it is the case to grade, whose Input
+	// and Expected may be absent.
 	Item *Item
 	// Output is the target's output as raw JSON.
 	Output json.RawMessage

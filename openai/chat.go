@@ -76,7 +76,7 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 			return nil, nil, &target.ConfigError{Key: "params." + k, Err: fmt.Errorf("%v is not a JSON number", f)}
 		}
 	}
-	if err := c.Price.validate(); err != nil {
+	if err := validatePrice(c.Price); err != nil {
 		return nil, nil, err
 	}
 	if c.System != "" {
@@ -278,7 +278,7 @@ func (c *ModelConfig) Validate() error {
 	if c.Model == "" {
 		return &target.ConfigError{Key: "model", Err: fmt.Errorf("required")}
 	}
-	return c.Price.validate()
+	return validatePrice(c.Price)
 }
 
 // ChatModel is an [evalrun.ChatModel] over an OpenAI-compatible API, as the

@@ -307,6 +307,8 @@ func TestChatTargetConfig(t *testing.T) {
 		{"max tokens", ChatTargetConfig{Model: "m", MaxTokens: neg}, "max_tokens"},
 		{"params model", ChatTargetConfig{Model: "m", Params: map[string]any{"messages": 1}}, "params"},
 		{"price", ChatTargetConfig{Model: "m", Price: &Price{InputPerMTok: -1}}, "price.input_per_mtok"},
+		// An infinite price makes every cost infinite, which no report can hold.
+		{"infinite price", ChatTargetConfig{Model: "m", Price: &Price{OutputPerMTok: math.Inf(1)}}, "price.output_per_mtok"},
 		{"prompt template", ChatTargetConfig{Model: "m", Prompt: "{{ .Input"}, "prompt"},
 		{"system template", ChatTargetConfig{Model: "m", System: "{{ if }}"}, "system"},
 		{"no key for OpenAI", ChatTargetConfig{Model: "m", ClientConfig: ClientConfig{LookupEnv: env()}}, "api_key_env"},

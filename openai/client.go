@@ -243,27 +243,17 @@ func (c *client) close() error {
 	return nil
 }
 
-// Price is what a model costs, in US dollars per million tokens. The yaml
-// keys are the suite file's.
-type Price struct {
-	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
-	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
-}
+// Price is what a model costs, in US dollars per million tokens.
+type Price = evalrun.Price
 
-// Cost returns the cost of the given token counts.
-func (p Price) Cost(in, out int64) float64 {
-	return float64(in)*p.InputPerMTok/1e6 + float64(out)*p.OutputPerMTok/1e6
-}
-
-func (p *Price) validate() error {
+// validatePrice reports a price that is not a finite non-negative number
+// as a *[target.ConfigError] naming its key.
+func validatePrice(p *Price) error {
 	if p == nil {
 		return nil
 	}
-	if !(p.InputPerMTok >= 0) {
-		return &target.ConfigError{Key: "price.input_per_mtok", Err: fmt.Errorf("must be a non-negative number, got %v", p.InputPerMTok)}
-	}
-	if !(p.OutputPerMTok >= 0) {
-		return &target.ConfigError{Key: "price.output_per_mtok", Err: fmt.Errorf("must be a non-negative number, got %v", p.OutputPerMTok)}
+	if key, err := p.Check(); err != nil {
+		return &target.ConfigError{Key: "price." + key, Err: err}
 	}
 	return nil
 }

@@ -519,3 +519,46 @@ func BenchmarkBuilder(b *testing.B) {
 		})
 	}
 }
+
+// The scorers' usage is summed over every verdict, a failed one's spend
+// included, and counted per verdict that reported it; a cached verdict (no
+// call, no usage) and an unpriced model (tokens, no cost) are not
+// reported.
+func TestBuilderScorerUsageTotals(t *testing.T) {
+	judge := func(in, out int64, cost float64) evalrun.Usage {
+		return evalrun.Usage{InputTokens: &in, OutputTokens: &out, CostUSD: &cost}
+	}
+	v := 1.0
+	rs := []*evalrun.ItemResult{
+		{Index: 0, ItemID: "a", Output: evalrun.String("x"), Usage: evalrun.Usage{InputTokens: evalrun.Int64(9)}, Scores: []evalrun.ScorerResult{
+			{Scorer: "judge", Score: &v, Passed: true, Usage: judge(200, 20, 0.00018)},
+			{Scorer: "emb", Score: &v, Passed: true, Usage: evalrun.Usage{InputTokens: evalrun.Int64(60)}},
+		}},
+		{Index: 1, ItemID: "b", Output: evalrun.String("y"), Scores: []evalrun.ScorerResult{
+			// Two attempts, the second malformed: both are paid for.
+			{Scorer: "judge", Error: "malformed verdict", ErrorKind: evalrun.ErrorInvalidOutput, Usage: judge(400, 45, 0.00038)},
+			{Scorer: "emb", Score: &v, Passed: true, Usage: evalrun.Usage{InputTokens: evalrun.Int64(30)}},
+		}},
+		{Index: 2, ItemID: "c", Output: evalrun.String("z"), CacheHit: true, Scores: []evalrun.ScorerResult{
+			{Scorer: "judge", Score: &v, Passed: true}, // from the response cache
+			{Scorer: "emb", Score: &v, Passed: true, Usage: evalrun.Usage{InputTokens: evalrun.Int64(0)}},
+		}},
+		{Index: 3, ItemID: "d", Error: "boom", ErrorKind: evalrun.ErrorPermanent}, // no output, no scores
+	}
+	s := Build(&evalrun.Run{}, rs).Usage.Scorers
+	// Input: 200 + 60 + 400 + 30 + 0; output: 20 + 45; cost: judge only.
+	if s.InputTokens.Total == nil || *s.InputTokens.Total != 690 || s.InputTokens.Reported != 5 {
+		t.Errorf("scorer input tokens %v reported by %d, want 690 by 5", s.InputTokens.Total, s.InputTokens.Reported)
+	}
+	if s.OutputTokens.Total == nil || *s.OutputTokens.Total != 65 || s.OutputTokens.Reported != 2 {
+		t.Errorf("scorer output tokens %v reported by %d, want 65 by 2", s.OutputTokens.Total, s.OutputTokens.Reported)
+	}
+	wantNum(t, "scorer cost", s.CostUSD.Total, 0.00056)
+	if s.CostUSD.Reported != 2 {
+		t.Errorf("scorer cost reported by %d, want 2", s.CostUSD.Reported)
+	}
+	// The target's usage stays apart.
+	if u := Build(&evalrun.Run{}, rs).Usage; u.InputTokens.Total == nil || *u.InputTokens.Total != 9 || u.CostUSD.Total != nil {
+		t.Errorf("target usage %+v, want 9 input tokens and no cost", u)
+	}
+}

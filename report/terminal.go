@@ -103,7 +103,9 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 		intText(u.InputTokens.Total), u.InputTokens.Reported, intText(u.OutputTokens.Total), u.OutputTokens.Reported,
 		usd(u.CostUSD.Total), u.CostUSD.Reported)
 	if s := &u.Scorers; s.InputTokens.Reported+s.OutputTokens.Reported+s.CostUSD.Reported > 0 {
-		p("scorer tokens in %s  out %s  cost %s\n", intText(s.InputTokens.Total), intText(s.OutputTokens.Total), usd(s.CostUSD.Total))
+		p("scorer tokens in %s (%d reported)  out %s (%d reported)  cost %s (%d reported)\n",
+			intText(s.InputTokens.Total), s.InputTokens.Reported, intText(s.OutputTokens.Total), s.OutputTokens.Reported,
+			usd(s.CostUSD.Total), s.CostUSD.Reported)
 	}
 	l := &u.LatencyMS
 	p("latency mean %s  p50 %s  p95 %s  max %s (%d reported)\n",

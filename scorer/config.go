@@ -79,6 +79,9 @@ type Config struct {
 	// [Deps.Retry] for the model's transient errors.
 	MaxRetries *int           `yaml:"max_retries,omitempty"`
 	RetryDelay *time.Duration `yaml:"retry_delay,omitempty"`
+	// Price (llm_judge, embedding_similarity), when set, turns the model's
+	// reported tokens into a cost, as an openai target's price does.
+	Price *evalrun.Price `yaml:"price,omitempty"`
 
 	// line is the YAML line the config came from, for error messages.
 	line int
@@ -155,6 +158,11 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 		v := reflect.ValueOf(&cfg).Elem()
 		for i := 0; i+1 < len(node.Content); i += 2 {
 			k, val := node.Content[i], node.Content[i+1]
+			if k.Value == "price" {
+				if err := checkPriceKeys(val); err != nil {
+					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: err}
+				}
+			}
 			f := v.FieldByIndex(configField(k.Value))
 			if err := val.Decode(f.Addr().Interface()); err != nil {
 				return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: yamlCause(err)}
@@ -243,6 +251,8 @@ type ModelConfig struct {
 	BaseURL   string
 	APIKeyEnv string
 	RateLimit string
+	// Price is the model's price; nil when the config sets none.
+	Price *evalrun.Price
 }
 
 // builder makes one kind of scorer from a validated common part.
@@ -262,9 +272,9 @@ var builders = map[string]builder{
 	KindNumeric:     {[]string{"tolerance", "relative"}, buildNumeric},
 	KindExpr:        {[]string{"expression"}, buildExpr},
 	KindLLMJudge: {[]string{"rubric", "max_tokens", "model", "base_url", "api_key_env",
-		"rate_limit", "max_retries", "retry_delay"}, buildLLMJudge},
+		"rate_limit", "max_retries", "retry_delay", "price"}, buildLLMJudge},
 	KindEmbeddingSimilarity: {[]string{"model", "base_url", "api_key_env", "rate_limit",
-		"max_retries", "retry_delay"}, buildEmbeddingSimilarity},
+		"max_retries", "retry_delay", "price"}, buildEmbeddingSimilarity},
 }
 
 // The scorer kinds.
@@ -451,8 +461,33 @@ func cmpOr(a, b string) string {
 }
 
 // modelConfig and retryPolicy read the model part of a config.
-func (c Config) modelConfig() ModelConfig {
-	return ModelConfig{Kind: c.Kind, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: c.APIKeyEnv, RateLimit: c.RateLimit}
+// modelConfig returns the model selection of c, or a *ConfigError for a
+// price that is not a finite non-negative number.
+func (c Config) modelConfig() (ModelConfig, error) {
+	if c.Price != nil {
+		if key, err := c.Price.Check(); err != nil {
+			return ModelConfig{}, &ConfigError{Key: "price", Err: fmt.Errorf("%s %w", key, err)}
+		}
+	}
+	return ModelConfig{Kind: c.Kind, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: c.APIKeyEnv, RateLimit: c.RateLimit,
+		Price: c.Price}, nil
+}
+
+// priceKeys are the keys of a price mapping.
+var priceKeys = []string{"input_per_mtok", "output_per_mtok"}
+
+// checkPriceKeys refuses a price that is not a mapping of [priceKeys], so
+// that a misspelt key is not a price of 0.
+func checkPriceKeys(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("must be a mapping {%s}", strings.Join(priceKeys, ", "))
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		if !slices.Contains(priceKeys, n.Content[i].Value) {
+			return fmt.Errorf("unknown key %q; known keys: %s", n.Content[i].Value, strings.Join(priceKeys, ", "))
+		}
+	}
+	return nil
 }
 
 func (c Config) retryPolicy(d Deps) (retry.Policy, error) {

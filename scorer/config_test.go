@@ -58,8 +58,10 @@ scorers:
     rubric: Is the answer polite?
     max_retries: 3
     retry_delay: 250ms
+    price: {input_per_mtok: 0.15, output_per_mtok: 0.6}
   - kind: embedding_similarity
     model: text-embedding-3-small
+    price: {input_per_mtok: 0.02}
 `
 	var doc struct {
 		Scorers []scorer.Config `yaml:"scorers"`
@@ -101,10 +103,15 @@ scorers:
 		t.Errorf("llm_judge retry = %v, %v; want 3, 250ms", c.MaxRetries, c.RetryDelay)
 	}
 	wantModels := []scorer.ModelConfig{
-		{Kind: "llm_judge", Model: "gpt-4o-mini", BaseURL: "http://judge.local/v1", APIKeyEnv: "JUDGE_KEY", RateLimit: "5/s"},
-		{Kind: "embedding_similarity", Model: "text-embedding-3-small"},
+		{Kind: "llm_judge", Model: "gpt-4o-mini", BaseURL: "http://judge.local/v1", APIKeyEnv: "JUDGE_KEY", RateLimit: "5/s",
+			Price: &evalrun.Price{InputPerMTok: 0.15, OutputPerMTok: 0.6}},
+		{Kind: "embedding_similarity", Model: "text-embedding-3-small", Price: &evalrun.Price{InputPerMTok: 0.02}},
 	}
-	if !slices.Equal(models, wantModels) {
+	if !slices.EqualFunc(models, wantModels, func(a, b scorer.ModelConfig) bool {
+		pa, pb := a.Price, b.Price
+		a.Price, b.Price = nil, nil
+		return a == b && pa != nil && pb != nil && *pa == *pb
+	}) {
 		t.Errorf("factories got %+v, want %+v", models, wantModels)
 	}
 }
@@ -120,6 +127,10 @@ func TestConfigYAMLErrors(t *testing.T) {
 		{"bad threshold", "- kind: numeric\n  threshold: abc\n", "threshold", 2},
 		{"bad values", "- kind: contains\n  values: {a: 1}\n", "values", 2},
 		{"bad retry_delay", "- kind: llm_judge\n  rubric: ok?\n  retry_delay: soon\n", "retry_delay", 3},
+		// A misspelt price key would price every call at 0.
+		{"misspelt price key", "- kind: llm_judge\n  rubric: ok?\n  price: {input_per_mtok: 1, ouput_per_mtok: 2}\n", "price", 3},
+		{"price not a mapping", "- kind: embedding_similarity\n  price: 0.02\n", "price", 2},
+		{"price not a number", "- kind: llm_judge\n  price:\n    input_per_mtok: cheap\n", "price", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var list []scorer.Config
@@ -174,6 +185,11 @@ func TestNewConfigErrors(t *testing.T) {
 		{"judge negative max_tokens", scorer.Config{Kind: "llm_judge", Rubric: "ok?", MaxTokens: -5}, scorer.Deps{ChatModel: chat}, "max_tokens"},
 		{"embedding without provider", scorer.Config{Kind: "embedding_similarity"}, scorer.Deps{}, "model"},
 		{"rubric on embedding", scorer.Config{Kind: "embedding_similarity", Rubric: "x"}, scorer.Deps{}, "rubric"},
+		{"price on exact_match", scorer.Config{Kind: "exact_match", Price: &evalrun.Price{}}, scorer.Deps{}, "price"},
+		{"judge negative price", scorer.Config{Kind: "llm_judge", Rubric: "ok?", Price: &evalrun.Price{InputPerMTok: -1}}, scorer.Deps{ChatModel: chat}, "price"},
+		{"embedding infinite price", scorer.Config{Kind: "embedding_similarity", Price: &evalrun.Price{OutputPerMTok: math.Inf(1)}},
+			scorer.Deps{Embedder: func(scorer.ModelConfig) (evalrun.Embedder, error) { return newFakeEmbedder(), nil }}, "price"},
+		{"judge NaN price", scorer.Config{Kind: "llm_judge", Rubric: "ok?", Price: &evalrun.Price{InputPerMTok: math.NaN()}}, scorer.Deps{ChatModel: chat}, "price"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := scorer.New(tc.cfg, tc.deps)

@@ -88,7 +88,11 @@ func buildEmbeddingSimilarity(c Config, b base, d Deps) (evalrun.Scorer, error) 
 	if d.Embedder == nil {
 		return nil, b.configError("model", errors.New("no embedding model provider is configured"))
 	}
-	e, err := d.Embedder(c.modelConfig())
+	mc, err := c.modelConfig()
+	if err != nil {
+		return nil, err
+	}
+	e, err := d.Embedder(mc)
 	if err != nil {
 		return nil, b.configError("model", err)
 	}

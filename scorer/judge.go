@@ -50,8 +50,9 @@ type LLMJudgeOptions struct {
 }
 
 // LLMJudge scores with a chat model that grades the output against a
-// rubric. Each request carries [JudgeSystemPrompt], the rubric, the input,
-// the output and (when the item has one) the expected output, with
+// rubric. Each request carries [JudgeSystemPrompt], the rubric, the input
+// (when the item has one: a calibration case may not), the output and
+// (when the item has one) the expected output, with
 // temperature 0, seed 42 and the JSON object response format. The reply
 // must be {"score": number in [0,1], "reason": string}: the score is the
 // value and the reason the reason.
@@ -105,7 +106,11 @@ func buildLLMJudge(c Config, b base, d Deps) (evalrun.Scorer, error) {
 	if d.ChatModel == nil {
 		return nil, b.configError("model", errors.New("no chat model provider is configured"))
 	}
-	m, err := d.ChatModel(c.modelConfig())
+	mc, err := c.modelConfig()
+	if err != nil {
+		return nil, err
+	}
+	m, err := d.ChatModel(mc)
 	if err != nil {
 		return nil, b.configError("model", err)
 	}
@@ -120,7 +125,7 @@ func (s *LLMJudge) Request(in evalrun.ScoreInput) evalrun.ChatRequest {
 		fmt.Fprintf(&u, "<%s>\n%s\n</%s>\n\n", tag, body, tag)
 	}
 	section("rubric", s.rubric)
-	if in.Item != nil {
+	if in.Item != nil && len(bytes.TrimSpace(in.Item.Input)) > 0 {
 		section("input", text(in.Item.Input))
 	}
 	section("output", text(in.Output))

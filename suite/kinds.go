@@ -7,6 +7,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/openai"
+	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -129,9 +130,13 @@ func buildScorerTarget(p *parser, path string, n, _ *yaml.Node) (evalrun.Target,
 		p.ps.at(n, path+".scorer", "e.g. scorer: {kind: llm_judge, rubric: ...}", "missing")
 		return nil, ""
 	}
-	s, _ := p.scorer(v, path+".scorer", p.deps())
+	s, cfg := p.scorer(v, path+".scorer", p.deps())
 	if s == nil {
 		return nil, ""
+	}
+	if j, ok := s.(*scorer.LLMJudge); ok {
+		p.suite.judgePlans = append(p.suite.judgePlans, &JudgePlan{Scorer: s.Name(), Model: cfg.Model,
+			MaxTokens: cfg.MaxTokens, Price: cfg.Price, Calibration: true, judge: j})
 	}
 	return target.NewScorerTarget(s), s.Name()
 }

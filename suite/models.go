@@ -85,7 +85,7 @@ func (p *parser) modelConfig(mc scorer.ModelConfig) (openai.ModelConfig, *target
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
-	cfg := openai.ModelConfig{Model: mc.Model, ClientConfig: openai.ClientConfig{
+	cfg := openai.ModelConfig{Model: mc.Model, Price: mc.Price, ClientConfig: openai.ClientConfig{
 		BaseURL: mc.BaseURL, APIKeyEnv: mc.APIKeyEnv, LookupEnv: lookup}}
 	if mc.RateLimit == "" {
 		return cfg, nil, nil

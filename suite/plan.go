@@ -5,6 +5,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/openai"
+	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -64,6 +65,43 @@ func newChatPlan(cfg openai.ChatTargetConfig) *ChatPlan {
 // ChatPlan returns the plan of the suite's target when it is an openai
 // target (kind: openai), nil for every other kind.
 func (s *Suite) ChatPlan() *ChatPlan { return s.chatPlan }
+
+// JudgePlan describes the requests of an llm_judge scorer, for estimates
+// made without calling anything (evalrun run --dry-run).
+type JudgePlan struct {
+	// Scorer is the scorer's name and Model the judge model's.
+	Scorer, Model string
+	// MaxTokens caps a verdict; 0 when unset.
+	MaxTokens int
+	// Price is the judge's price table; nil when it has none.
+	Price *evalrun.Price
+	// Calibration is set for the judge of a scorer target (judge
+	// calibration), which grades the case each item's input spells out.
+	Calibration bool
+
+	judge *scorer.LLMJudge
+}
+
+// Prompt returns the text the judge sends for item: its system and user
+// messages. The output a scorer grades is unknown before the run: the
+// item's expected output stands in for it. Under calibration the case is
+// the item's own (see [target.CalibrationInput]).
+func (j *JudgePlan) Prompt(item *evalrun.Item) string {
+	in := evalrun.ScoreInput{Item: item, Output: item.Expected}
+	if j.Calibration {
+		in = target.CalibrationInput(item)
+	}
+	req := j.judge.Request(in)
+	parts := make([]string, len(req.Messages))
+	for i, m := range req.Messages {
+		parts[i] = m.Content
+	}
+	return strings.Join(parts, "\n")
+}
+
+// JudgePlans returns the plans of the suite's llm_judge scorers, in file
+// order.
+func (s *Suite) JudgePlans() []*JudgePlan { return s.judgePlans }
 
 // ScorerKinds returns the kinds of the suite's scorers, in file order (the
 // order of [Suite.ScorerNames]).

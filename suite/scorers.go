@@ -35,6 +35,7 @@ var scorerHints = map[string]string{
 	"json_schema.schema_file": "the path is relative to the suite file's directory",
 	"contains.mode":           "use any or all",
 	"llm_judge.rubric":        "describe what a good answer is",
+	"*.price":                 "USD per million tokens, e.g. price: {input_per_mtok: 0.15, output_per_mtok: 0.6}",
 }
 
 // scorers parses and builds every entry of the scorers list.
@@ -52,7 +53,7 @@ func (p *parser) scorers(n *yaml.Node) {
 	seen := map[string]string{}
 	for i, e := range n.Content {
 		path := fmt.Sprintf("scorers[%d]", i)
-		s, kind := p.scorer(e, path, deps)
+		s, cfg := p.scorer(e, path, deps)
 		if s == nil {
 			continue
 		}
@@ -67,7 +68,11 @@ func (p *parser) scorers(n *yaml.Node) {
 		}
 		seen[s.Name()] = path
 		p.suite.scorers = append(p.suite.scorers, s)
-		p.suite.scorerKinds = append(p.suite.scorerKinds, kind)
+		p.suite.scorerKinds = append(p.suite.scorerKinds, cfg.Kind)
+		if j, ok := s.(*scorer.LLMJudge); ok {
+			p.suite.judgePlans = append(p.suite.judgePlans, &JudgePlan{Scorer: s.Name(), Model: cfg.Model,
+				MaxTokens: cfg.MaxTokens, Price: cfg.Price, judge: j})
+		}
 		if c, ok := s.(evalrun.Closer); ok {
 			p.suite.closers = append(p.suite.closers, c)
 		}
@@ -75,9 +80,9 @@ func (p *parser) scorers(n *yaml.Node) {
 	p.scorersOK = len(p.ps.list) == before
 }
 
-// scorer builds one entry and returns it with its kind; nil when it has
+// scorer builds one entry and returns it with its config; nil when it has
 // problems (recorded).
-func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Scorer, string) {
+func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Scorer, scorer.Config) {
 	kindNode := e
 	switch e.Kind {
 	case yaml.ScalarNode:
@@ -92,14 +97,14 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 		kindNode = p.value(e, "kind")
 		if kindNode == nil {
 			p.ps.at(e, path+".kind", "known kinds: "+strings.Join(scorer.Kinds(), ", "), "missing")
-			return nil, ""
+			return nil, scorer.Config{}
 		}
 		if !ok {
-			return nil, ""
+			return nil, scorer.Config{}
 		}
 	default:
 		p.ps.at(e, path, "write a kind (- exact_match) or a mapping with kind:", "must be a kind or a mapping, got %s", p.kindName(e))
-		return nil, ""
+		return nil, scorer.Config{}
 	}
 	kindPath := path
 	if e.Kind == yaml.MappingNode {
@@ -111,19 +116,19 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 			hint = s + " " + hint
 		}
 		p.ps.at(kindNode, kindPath, hint, "unknown scorer kind %q", kind)
-		return nil, ""
+		return nil, scorer.Config{}
 	}
 	var cfg scorer.Config
 	if err := e.Decode(&cfg); err != nil {
 		p.scorerProblem(e, path, err)
-		return nil, ""
+		return nil, scorer.Config{}
 	}
 	s, err := scorer.New(cfg, deps)
 	if err != nil {
 		p.scorerProblem(e, path, err)
-		return nil, ""
+		return nil, scorer.Config{}
 	}
-	return s, cfg.Kind
+	return s, cfg
 }
 
 // scorerProblem reports a scorer.ConfigError at its key.

@@ -52,7 +52,9 @@ type Suite struct {
 	scorerKinds []string
 	// chatPlan describes an openai target's requests (dry runs).
 	chatPlan *ChatPlan
-	closers  []evalrun.Closer
+	// judgePlans describe the llm_judge scorers' requests (dry runs).
+	judgePlans []*JudgePlan
+	closers    []evalrun.Closer
 	// scrub knows the suite's secrets (see Scrubber).
 	scrub *redact.Scrubber
 	// raw is the document's root mapping with ${VAR} references

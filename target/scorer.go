@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/evalrun/evalrun"
 )
@@ -12,13 +14,14 @@ import (
 // itself (judge calibration): the dataset's items are the cases to grade
 // and their expected outputs the grades people gave.
 //
-// For each item the scorer grades the item's input: it is called with a
-// [evalrun.ScoreInput] whose Item is the item (so Expected and Metadata are
-// there) and whose Output is item.Input. The target's output is
-// {"score": x, "reason": "..."} and carries the scorer's usage. A NaN, an
-// infinity or a score outside [0,1] is an error of kind invalid_output
-// ([ErrInvalidScore]); a scorer error is passed on with its kind. It is
-// safe for concurrent use when the scorer is.
+// The scorer never sees the grade: it is called with a
+// [evalrun.ScoreInput] built from the item's input alone (see
+// [CalibrationInput]), with the item's ID and Metadata but not its
+// Expected. The target's output is {"score": x, "reason": "..."} and
+// carries the scorer's usage. A NaN, an infinity or a score outside [0,1]
+// is an error of kind invalid_output ([ErrInvalidScore]); a scorer error is
+// passed on with its kind. It is safe for concurrent use when the scorer
+// is.
 type ScorerTarget struct {
 	s evalrun.Scorer
 }
@@ -37,9 +40,9 @@ type scorerOutput struct {
 	Reason string  `json:"reason"`
 }
 
-// Execute scores item.Input.
+// Execute scores the case that item.Input describes.
 func (t *ScorerTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
-	sc, err := t.s.Score(ctx, evalrun.ScoreInput{Item: item, Output: item.Input})
+	sc, err := t.s.Score(ctx, CalibrationInput(item))
 	if err != nil {
 		return evalrun.Output{}, fmt.Errorf("scorer %s: %w", t.s.Name(), err)
 	}
@@ -54,6 +57,33 @@ func (t *ScorerTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun
 		return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("encode score: %w", err))
 	}
 	return evalrun.Output{Value: v, Usage: sc.Usage}, nil
+}
+
+// calibrationKeys are the keys of an item input that spells out the case
+// to grade; "output" is required among them.
+var calibrationKeys = []string{"input", "output", "expected_output"}
+
+// CalibrationInput returns what a scorer under calibration grades for item:
+//
+//   - when item.Input is a JSON object with an "output" key and no key but
+//     "input", "output" and "expected_output", the case is spelled out: the
+//     scorer grades that output, for that input (absent: none), against
+//     that expected output (absent: none), e.g.
+//     {"input": "2+2?", "output": "5"};
+//   - otherwise the whole input is the output to grade, with no input and
+//     no expected output.
+//
+// item.Expected, the grade people gave, is never part of it: the scorer
+// would see the answer it is asked to predict.
+func CalibrationInput(item *evalrun.Item) evalrun.ScoreInput {
+	c := &evalrun.Item{ID: item.ID, Metadata: item.Metadata}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(item.Input, &fields) == nil && fields != nil && fields["output"] != nil &&
+		!slices.ContainsFunc(slices.Collect(maps.Keys(fields)), func(k string) bool { return !slices.Contains(calibrationKeys, k) }) {
+		c.Input, c.Expected = fields["input"], fields["expected_output"]
+		return evalrun.ScoreInput{Item: c, Output: fields["output"]}
+	}
+	return evalrun.ScoreInput{Item: c, Output: item.Input}
 }
 
 // Close closes the scorer when it is an [evalrun.Closer].

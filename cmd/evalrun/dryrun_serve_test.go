@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +62,8 @@ target:
 %[2]s
 scorers:
   - exact_match
-  - {kind: llm_judge, rubric: "is it right?", model: judge, base_url: "%[1]s/v1"}
+  - {kind: llm_judge, rubric: "is it right?", model: judge, base_url: "%[1]s/v1", max_tokens: 30,
+     price: {input_per_mtok: 0.5, output_per_mtok: 4}}
   - {kind: embedding_similarity, model: emb, base_url: "%[1]s/v1"}
 execution: {repeat: 2}
 `, url, target)
@@ -98,6 +100,19 @@ func TestDryRun(t *testing.T) {
 		out += 2 * countTokens(t, fmt.Sprintf("answer %d", i))
 	}
 	cost := float64(in)*1/1e6 + float64(out)*2/1e6
+	// The judge's prompts, the expected output standing in for the graded
+	// output, twice (two repeats); its output is bounded by max_tokens 30.
+	judge, err := scorer.NewLLMJudge(scorer.LLMJudgeOptions{Rubric: "is it right?", Model: nopChat{}, MaxTokens: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judgeIn := 0
+	for i := range 3 {
+		item := &evalrun.Item{Input: evalrun.String(fmt.Sprintf("question %d", i)), Expected: evalrun.String(fmt.Sprintf("answer %d", i))}
+		req := judge.Request(evalrun.ScoreInput{Item: item, Output: item.Expected})
+		judgeIn += 2 * countTokens(t, req.Messages[0].Content+"\n"+req.Messages[1].Content)
+	}
+	judgeCost := float64(judgeIn)*0.5/1e6 + 6*30*4/1e6
 	for _, want := range []string{
 		"dry run: suite dry is valid",
 		"dataset dry: data.jsonl is valid, 3 items (not imported",
@@ -106,7 +121,9 @@ func TestDryRun(t *testing.T) {
 		"embedding requests: at most 9 (embedding_similarity, 1 scorer",
 		fmt.Sprintf("tokens (estimated offline, o200k_base encoding): input %d; output %d (from expected outputs for 3 items)", in, out),
 		fmt.Sprintf("estimated cost: $%.6f", cost),
-		"judge and embedding calls are not priced",
+		fmt.Sprintf("judge llm_judge tokens (estimated offline, o200k_base encoding): input %d (from the expected outputs as the graded outputs); output at most 180 (max_tokens 30)", judgeIn),
+		fmt.Sprintf("judge llm_judge estimated cost: at most $%.6f", judgeCost),
+		"embedding calls are not estimated",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, r.stdout)
@@ -133,6 +150,23 @@ func TestDryRun(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "output 80 (from max_tokens 40 for 1 item without an expected output)") ||
 		!strings.Contains(r.stdout, "estimated cost: unknown (the target has no price table") {
 		t.Errorf("dry run with max_tokens and no price: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Judge calibration: the judge is the target, estimated on the cases
+	// the items' inputs spell out.
+	e.write("calib.jsonl", `{"id": "c1", "input": {"input": "2+2?", "output": "5"}, "expected_output": 0}`+"\n")
+	e.write("calib.yaml", `dataset: {name: calib, file: calib.jsonl}
+target:
+  kind: scorer
+  scorer: {kind: llm_judge, rubric: "is it right?", model: judge, base_url: "`+srv.URL+`/v1", max_tokens: 50,
+           price: {input_per_mtok: 1, output_per_mtok: 1}}
+scorers: [{kind: expr, expression: "output.score == expected"}]
+`)
+	r = e.runEnv([]string{env}, "run", "calib.yaml", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "estimated cost: unknown (the target is a judge under calibration: see its estimate below)") ||
+		!strings.Contains(r.stdout, "(from the cases the items' inputs spell out; this judge is the target, under calibration); output at most 50 (max_tokens 50)") ||
+		!strings.Contains(r.stdout, "judge llm_judge estimated cost: at most $") {
+		t.Errorf("dry run of a judge calibration: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
 	// Invalid dataset and invalid suite: exit 2.
@@ -291,4 +325,11 @@ func TestReportStoresMissingReport(t *testing.T) {
 	if rep.Run.ID != run.ID || rep.Run.Succeeded != 2 || rep.Items != nil {
 		t.Errorf("stored report: %+v with %d rows; want run %s, 2 succeeded, no rows", rep.Run, len(rep.Items), run.ID)
 	}
+}
+
+// nopChat is a chat model that is never called.
+type nopChat struct{}
+
+func (nopChat) Chat(context.Context, evalrun.ChatRequest) (evalrun.ChatResponse, error) {
+	return evalrun.ChatResponse{}, errors.New("a dry run must not call the judge")
 }

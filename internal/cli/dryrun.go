@@ -157,6 +157,20 @@ type dryRunPlan struct {
 	unknownOutput int // items with neither
 	renderErrs    int
 	firstRender   string
+
+	// judgeEstimates are the token estimates of the llm_judge scorers.
+	judgeEstimates []judgeEstimate
+}
+
+// judgeEstimate is what one llm_judge scorer would send: its prompt over
+// every execution, the item's expected output standing in for the output
+// it grades (unknown before the run).
+type judgeEstimate struct {
+	plan         *suite.JudgePlan
+	encoding     string
+	inputTokens  int64
+	outputTokens int64 // from max_tokens; 0 when unset (unknown)
+	noExpected   int   // items without an expected output: graded as empty
 }
 
 // newDryRunPlan counts the requests and estimates the tokens of a run of
@@ -183,6 +197,9 @@ func newDryRunPlan(s *suite.Suite, items []*evalrun.Item, outputs bool) *dryRunP
 	}
 	p.judgeRequests = p.executions * p.judges
 	p.embedRequests = p.embedders * (p.executions + len(expected))
+	for _, j := range s.JudgePlans() {
+		p.judgeEstimates = append(p.judgeEstimates, estimateJudge(j, items, p.repeat))
+	}
 	if p.chat = s.ChatPlan(); p.chat != nil && !outputs {
 		p.estimateTokens(items)
 	} else {
@@ -195,20 +212,8 @@ func newDryRunPlan(s *suite.Suite, items []*evalrun.Item, outputs bool) *dryRunP
 // estimates its reply's: its expected output, else max_tokens, else
 // unknown. Every execution (repeat) counts.
 func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
-	codec, err := tokenizer.ForModel(tokenizer.Model(p.chat.Model))
-	if err != nil {
-		// Unknown (e.g. local) models: o200k, the encoding of current
-		// OpenAI models, as an approximation.
-		codec, _ = tokenizer.Get(tokenizer.O200kBase)
-	}
-	p.encoding = codec.GetName()
-	count := func(s string) int64 {
-		n, err := codec.Count(s)
-		if err != nil {
-			return int64(len(s) / 4) // invalid UTF-8: about 4 bytes a token
-		}
-		return int64(n)
-	}
+	var count func(string) int64
+	p.encoding, count = tokenCounter(p.chat.Model)
 	k := int64(p.repeat)
 	for _, it := range items {
 		prompt, err := p.chat.Prompt(it)
@@ -231,6 +236,41 @@ func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
 			p.unknownOutput++
 		}
 	}
+}
+
+// tokenCounter returns the name of model's encoding and a function counting
+// a text's tokens in it.
+func tokenCounter(model string) (string, func(string) int64) {
+	codec, err := tokenizer.ForModel(tokenizer.Model(model))
+	if err != nil {
+		// Unknown (e.g. local) models: o200k, the encoding of current
+		// OpenAI models, as an approximation.
+		codec, _ = tokenizer.Get(tokenizer.O200kBase)
+	}
+	return codec.GetName(), func(s string) int64 {
+		n, err := codec.Count(s)
+		if err != nil {
+			return int64(len(s) / 4) // invalid UTF-8: about 4 bytes a token
+		}
+		return int64(n)
+	}
+}
+
+// estimateJudge counts the tokens of judge j's prompts over every
+// execution of items, offline.
+func estimateJudge(j *suite.JudgePlan, items []*evalrun.Item, repeat int) judgeEstimate {
+	e := judgeEstimate{plan: j}
+	var count func(string) int64
+	e.encoding, count = tokenCounter(j.Model)
+	k := int64(repeat)
+	for _, it := range items {
+		if len(it.Expected) == 0 && !j.Calibration {
+			e.noExpected++
+		}
+		e.inputTokens += k * count(j.Prompt(it))
+	}
+	e.outputTokens = k * int64(len(items)) * int64(j.MaxTokens)
+	return e
 }
 
 // write prints the plan.
@@ -262,12 +302,54 @@ func (p *dryRunPlan) write(w io.Writer, s *suite.Suite, source string) {
 			p.renderErrs, plural(p.renderErrs, "item"), p.firstRender)
 	}
 	p.writeCost(w)
+	for _, e := range p.judgeEstimates {
+		e.write(w)
+	}
+	if p.embedders > 0 {
+		fmt.Fprintln(w, "embedding calls are not estimated (their tokens are those of every output and expected output)")
+	}
+}
+
+// write prints the judge's token and cost estimates, saying what they
+// assume.
+func (e *judgeEstimate) write(w io.Writer) {
+	j := e.plan
+	assume := "the expected outputs as the graded outputs"
+	if j.Calibration {
+		assume = "the cases the items' inputs spell out; this judge is the target, under calibration"
+	}
+	if e.noExpected > 0 {
+		assume += fmt.Sprintf("; %d %s without one graded as empty", e.noExpected, plural(e.noExpected, "item"))
+	}
+	out := "output unknown (no max_tokens)"
+	if j.MaxTokens > 0 {
+		out = fmt.Sprintf("output at most %d (max_tokens %d)", e.outputTokens, j.MaxTokens)
+	}
+	fmt.Fprintf(w, "judge %s tokens (estimated offline, %s encoding): input %d (from %s); %s\n",
+		j.Scorer, e.encoding, e.inputTokens, assume, out)
+	pr := j.Price
+	if pr == nil {
+		fmt.Fprintf(w, "judge %s estimated cost: unknown (no price table: set price {input_per_mtok, output_per_mtok} on the scorer)\n", j.Scorer)
+		return
+	}
+	in := pr.Cost(e.inputTokens, 0)
+	if j.MaxTokens == 0 {
+		fmt.Fprintf(w, "judge %s estimated cost: %s for the input, plus the verdicts (unknown) at $%g / $%g per million input / output tokens (price)\n",
+			j.Scorer, money(in), pr.InputPerMTok, pr.OutputPerMTok)
+		return
+	}
+	outCost := pr.Cost(0, e.outputTokens)
+	fmt.Fprintf(w, "judge %s estimated cost: at most %s (input %s + output %s) at $%g / $%g per million input / output tokens (price)\n",
+		j.Scorer, money(in+outCost), money(in), money(outCost), pr.InputPerMTok, pr.OutputPerMTok)
 }
 
 // writeCost prints the token and cost estimates, saying what they assume.
 func (p *dryRunPlan) writeCost(w io.Writer) {
 	if p.chat == nil {
 		why := "only an openai target with a price table is priced"
+		if slices.ContainsFunc(p.judgeEstimates, func(e judgeEstimate) bool { return e.plan.Calibration }) {
+			why = "the target is a judge under calibration: see its estimate below"
+		}
 		if p.outputs {
 			why = "saved outputs are scored, the target is not called"
 		}
@@ -297,12 +379,8 @@ func (p *dryRunPlan) writeCost(w io.Writer) {
 	if p.unknownOutput > 0 {
 		note = fmt.Sprintf(", plus the output of %d %s (unknown)", p.unknownOutput, plural(p.unknownOutput, "item"))
 	}
-	fmt.Fprintf(w, "estimated cost: %s (input %s + output %s%s) at $%g / $%g per million input / output tokens (target.price)",
+	fmt.Fprintf(w, "estimated cost: %s (input %s + output %s%s) at $%g / $%g per million input / output tokens (target.price)\n",
 		money(in+out), money(in), money(out), note, pr.InputPerMTok, pr.OutputPerMTok)
-	if p.judges > 0 || p.embedders > 0 {
-		fmt.Fprint(w, "; judge and embedding calls are not priced")
-	}
-	fmt.Fprintln(w)
 }
 
 // money formats a cost in dollars, with six decimals under a cent.
