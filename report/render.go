@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // Format names a renderer.
@@ -75,12 +77,29 @@ func Write(w io.Writer, rep *Report, f Format) error {
 }
 
 // WriteJSON writes rep as the JSON report (schema_version 2), indented by
-// two spaces, fields in a stable order, followed by a newline.
+// two spaces, fields in a stable order, followed by a newline. Containers
+// nested deeper than [bounded.IndentDepth] (inside item values) are written
+// compact on one line, so that a deeply nested value costs its own size,
+// not the square of its depth in indentation.
 func WriteJSON(w io.Writer, rep *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	out, err := indentedJSON(rep, "", bounded.IndentDepth)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
+}
+
+// indentedJSON marshals v as the reports write JSON (no HTML escaping),
+// indented by two spaces after prefix down to maxDepth levels.
+func indentedJSON(v any, prefix string, maxDepth int) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(rep)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bounded.IndentJSON(nil, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), prefix, "  ", maxDepth), nil
 }
 
 // ReadJSON reads a JSON report written by [WriteJSON], of schema version
