@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,24 +81,12 @@ func Write(w io.Writer, rep *Report, f Format) error {
 // compact on one line, so that a deeply nested value costs its own size,
 // not the square of its depth in indentation.
 func WriteJSON(w io.Writer, rep *Report) error {
-	out, err := indentedJSON(rep, "", bounded.IndentDepth)
+	out, err := bounded.MarshalIndent(rep, "", bounded.IndentDepth, false)
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(append(out, '\n'))
 	return err
-}
-
-// indentedJSON marshals v as the reports write JSON (no HTML escaping),
-// indented by two spaces after prefix down to maxDepth levels.
-func indentedJSON(v any, prefix string, maxDepth int) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bounded.IndentJSON(nil, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), prefix, "  ", maxDepth), nil
 }
 
 // ReadJSON reads a JSON report written by [WriteJSON], of schema version

@@ -89,7 +89,7 @@ func WriteJSONStream(ctx context.Context, w io.Writer, rep *Report, src ItemSour
 	// down.
 	n := 0
 	err := src.scan(ctx, func(it *ItemRow) error {
-		row, err := indentedJSON(it, "    ", bounded.IndentDepth-2)
+		row, err := bounded.MarshalIndent(it, "    ", bounded.IndentDepth-2, false)
 		if err != nil {
 			return err
 		}

@@ -325,7 +325,7 @@ func TestHostCheckWithoutToken(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	const token = "s3cret-token"
+	const token = "s3cret-token-0123"
 	b := setup(t, Options{Token: token})
 	path := "/runs/" + runB
 	if r := b.get(t, path); r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
@@ -390,9 +390,15 @@ func TestCheckAddr(t *testing.T) {
 		{":8080", "", false},
 		{"192.168.1.10:8080", "", false},
 		{"example.com:80", "", false},
-		{"0.0.0.0:8080", "tok", true},
-		{":8080", "tok", true},
+		{"0.0.0.0:8080", "0123456789abcdef", true},
+		{":8080", "0123456789abcdef", true},
 		{"no-port", "", false},
+		// A token given must be strong, on any address.
+		{"0.0.0.0:8080", "x", false},
+		{"0.0.0.0:8080", "                ", false},
+		{"0.0.0.0:8080", " 0123456789abcdef", false},
+		{"0.0.0.0:8080", "0123456789abcdef\n", false},
+		{"127.0.0.1:8080", "short", false},
 	}
 	for _, tt := range tests {
 		err := CheckAddr(tt.addr, tt.token)

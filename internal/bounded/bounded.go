@@ -12,6 +12,8 @@
 package bounded
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -99,14 +101,30 @@ func IndentJSON(dst, src []byte, prefix, indent string, maxDepth int) []byte {
 	return dst
 }
 
-// Cut returns s when it has at most limit bytes, and otherwise its first
-// limit bytes (backing off to a whole UTF-8 character) followed by the
-// marker "… (truncated, N bytes)", N being the length of s.
+// MarshalIndent encodes v as a json.Encoder does (escaping <, > and &
+// when escapeHTML), indented by [IndentJSON] after prefix with two spaces
+// a level down to maxDepth levels, without a final newline. Unlike
+// json.Encoder.SetIndent, which re-reads the whole document and refuses
+// one nested more than 10,000 levels (a deep item value inside a report),
+// it indents whatever the encoder wrote.
+func MarshalIndent(v any, prefix string, maxDepth int, escapeHTML bool) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return IndentJSON(nil, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), prefix, "  ", maxDepth), nil
+}
+
+// Cut returns s when it has at most limit bytes, and otherwise its
+// [Prefix] of limit bytes followed by the marker "… (truncated, N bytes)",
+// N being the length of s.
 func Cut(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	return s[:runeStart(s, limit)] + Marker(len(s))
+	return Prefix(s, limit) + Marker(len(s))
 }
 
 // Marker is the mark of a value cut short: "… (truncated, N bytes)",
@@ -115,15 +133,18 @@ func Marker(size int) string {
 	return "… (truncated, " + strconv.Itoa(size) + " bytes)"
 }
 
-// runeStart returns the largest i ≤ n (n < len(s)) at which a UTF-8
-// character of s starts, looking back at most one character's length.
-func runeStart(s string, n int) int {
-	for i := n; i > max(n-utf8.UTFMax, 0); i-- {
+// Prefix returns the first limit bytes of s, fewer when that would split a
+// UTF-8 character (s itself when it is not longer).
+func Prefix[T ~string | ~[]byte](s T, limit int) T {
+	if len(s) <= limit {
+		return s
+	}
+	for i := limit; i > max(limit-utf8.UTFMax, 0); i-- {
 		if utf8.RuneStart(s[i]) {
-			return i
+			return s[:i]
 		}
 	}
-	return n // invalid UTF-8: cut anywhere
+	return s[:limit] // invalid UTF-8: cut anywhere
 }
 
 // Line returns s on one line, its words (as strings.Fields splits them)
