@@ -448,7 +448,7 @@ func (s *Server) handleItem(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0]}
+	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0], Meta: value{Empty: true}}
 	for _, sc := range res.Scores {
 		th := evalrun.DefaultThreshold
 		if i := slices.IndexFunc(run.Scorers, func(x evalrun.ScorerInfo) bool { return x.Name == sc.Scorer }); i >= 0 {

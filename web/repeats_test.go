@@ -66,7 +66,8 @@ func TestRunPageRepeats(t *testing.T) {
 		t.Errorf("items?id=q2 = %q, want the three repeats of q2", got)
 	}
 	contains(t, "items of a flaky item", b.mustGet(t, "/runs/"+runRepeats+"/items?id=q2", http.StatusOK).body,
-		`href="/runs/`+runRepeats+`/items/1?repeat=2"`)
+		`href="/runs/`+runRepeats+`/items/1?repeat=2"`, "item <strong>q2</strong> (3 results)",
+		`<input type="hidden" name="id" value="q2">`) // the filter form keeps it
 
 	lacks(t, "run page without repeats", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, `id="repeats"`, "Flaky items")
 }

@@ -153,6 +153,8 @@ func TestItemPage(t *testing.T) {
 
 	body = b.mustGet(t, "/runs/"+runB+"/items/5", http.StatusOK).body
 	contains(t, "scorer error item", body, "invalid_output: judge returned no JSON")
+	contains(t, "item with metadata", body, `id="metadata"`, "login")
+	lacks(t, "item without metadata", b.mustGet(t, "/runs/"+runB+"/items/4", http.StatusOK).body, `id="metadata"`)
 
 	d := decode[ItemJSON](t, b.mustGet(t, "/api/runs/"+runB+"/items/3", http.StatusOK))
 	if d.Row.ID != "q4" || d.Result.RetryCount != 2 || d.Result.ErrorKind != evalrun.ErrorTimeout || d.Row.Error == nil {

@@ -42,8 +42,14 @@ server (exit 0).`,
   EVALRUN_TOKEN=$(openssl rand -hex 16) evalrun serve --addr 0.0.0.0:8080`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			source := "--token"
 			if token == "" {
-				token = st.Getenv("EVALRUN_TOKEN")
+				token, source = st.Getenv("EVALRUN_TOKEN"), "EVALRUN_TOKEN"
+			}
+			if token != "" {
+				if err := web.CheckToken(token); err != nil {
+					return usageError(fmt.Errorf("%s: %w", source, err))
+				}
 			}
 			if err := web.CheckAddr(addr, token); err != nil {
 				return usageError(err)

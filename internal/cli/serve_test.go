@@ -16,9 +16,9 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 		env   string
 		wants []string
 	}{
-		{"one character", []string{"--token", "x"}, "", []string{"too short", "1 of at least 16 characters", "openssl rand -hex 16"}},
+		{"one character", []string{"--token", "x"}, "", []string{"--token: web: the token is too short", "1 of at least 16 characters", "openssl rand -hex 16"}},
 		{"blank", []string{"--token", "                    "}, "", []string{"a space or a control character", "openssl rand -hex 16"}},
-		{"env with a newline", nil, "0123456789abcdef0123\n", []string{"line break", "openssl rand -hex 16"}},
+		{"env with a newline", nil, "0123456789abcdef0123\n", []string{"EVALRUN_TOKEN: web: the token has a line break", "openssl rand -hex 16"}},
 		{"env blank", nil, "   ", []string{"a space", "openssl rand -hex 16"}},
 		{"no token", nil, "", []string{"without a token", "--token or EVALRUN_TOKEN", "bind 127.0.0.1"}},
 	} {
