@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/internal/bounded/boundedtest"
 )
 
 // deepDepth is how deep the hostile values nest: as deep as a dataset line
@@ -18,19 +19,6 @@ import (
 // that the report still reads back.
 const deepDepth = 9_990
 
-// deepValue is a JSON value depth levels deep: {"k":[{"k":[… 1 …]}]}.
-func deepValue(depth int) json.RawMessage {
-	var b bytes.Buffer
-	for i := range depth {
-		b.WriteString([]string{`{"k":`, `[`}[i%2])
-	}
-	b.WriteString("1")
-	for i := depth - 1; i >= 0; i-- {
-		b.WriteString([]string{`}`, `]`}[i%2])
-	}
-	return b.Bytes()
-}
-
 // deepRun is a run of two results: one whose input, expected output and
 // output nest deepDepth levels (an echo target), with a judge reason and
 // a long id; one whose target error echoes a 1 MB body.
@@ -38,7 +26,7 @@ func deepRun() (*evalrun.Run, []*evalrun.ItemResult) {
 	run := fixtureRun()
 	run.ID, run.Total, run.Succeeded, run.Failed, run.PersistErrors = "20260102T030405-deep0001", 2, 1, 1, 0
 	run.Scorers = run.Scorers[:2]
-	deep := deepValue(deepDepth)
+	deep := json.RawMessage(boundedtest.Deep(deepDepth))
 	long := strings.Repeat("x", 1<<20)
 	judge := score("judge", 0.1, 0.7)
 	judge.Reason = "the output " + string(deep) + " is not " + long
@@ -63,7 +51,7 @@ func deepRun() (*evalrun.Run, []*evalrun.ItemResult) {
 func TestDeepValuesRenderBounded(t *testing.T) {
 	run, rs := deepRun()
 	rep := Build(run, rs)
-	deep := deepValue(deepDepth)
+	deep := json.RawMessage(boundedtest.Deep(deepDepth))
 	// Bounds: the JSON report holds the values and the 1 MB texts as data,
 	// its indentation adds little to the compact form; the others show
 	// none of that.

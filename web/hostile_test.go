@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/internal/bounded/boundedtest"
 )
 
 // TestHostileParams requests every route with hostile query parameters:
@@ -261,19 +262,6 @@ func TestPanicAnswers500(t *testing.T) {
 
 const runDeep = "20260304T130000-deep0001"
 
-// deepValue is a JSON value depth levels deep: {"k":[{"k":[… 1 …]}]}.
-func deepValue(depth int) json.RawMessage {
-	var b bytes.Buffer
-	for i := range depth {
-		b.WriteString([]string{`{"k":`, `[`}[i%2])
-	}
-	b.WriteString("1")
-	for i := depth - 1; i >= 0; i-- {
-		b.WriteString([]string{`}`, `]`}[i%2])
-	}
-	return b.Bytes()
-}
-
 // TestDeepValuesBounded: an item whose input, expected output and output
 // nest 10,000 levels deep (json.Indent makes ~200 MB of each) and one with
 // a 1 MB output, error and reason give pages and API answers of a bounded
@@ -281,7 +269,7 @@ func deepValue(depth int) json.RawMessage {
 func TestDeepValuesBounded(t *testing.T) {
 	b := setup(t, Options{})
 	ctx := context.Background()
-	deep := deepValue(10_000)
+	deep := json.RawMessage(boundedtest.Deep(10_000))
 	long := strings.Repeat("y", 1<<20)
 	// A dataset of three items, the first one deep; a run over it.
 	items3 := fixtureItems()[:3]

@@ -62,15 +62,8 @@ func badParam(name, value, want string) error {
 func checkParams(v url.Values, known []string) error {
 	for name, vals := range v {
 		if !slices.Contains(known, name) {
-			takes := "no parameters"
-			if len(known) > 0 {
-				takes = "only " + strings.Join(known, ", ")
-			}
-			hint := ""
-			if s := suggest.Nearest(name, known); s != "" {
-				hint = fmt.Sprintf(" (did you mean %s=?)", s)
-			}
-			return invalidf("unknown parameter %q%s: this page takes %s", truncateParam(name), hint, takes)
+			return invalidf("unknown parameter %q%s: this page takes %s", truncateParam(name),
+				didYouMean(name, "=", known), listed("only ", known, "no parameters"))
 		}
 		if len(vals) > 1 {
 			return invalidf("parameter %s= given %d times: give it once", name, len(vals))
@@ -133,13 +126,24 @@ func checkScorer(run *evalrun.Run, param, name string) error {
 	if slices.Contains(names, name) {
 		return nil
 	}
-	known := "it has no scorers"
-	if len(names) > 0 {
-		known = "its scorers are " + strings.Join(names, ", ")
+	return invalidf("bad %s: run %s has no scorer %q%s; %s", param, run.ID, truncateParam(name),
+		didYouMean(name, "", names), listed("its scorers are ", names, "it has no scorers"))
+}
+
+// didYouMean returns " (did you mean X<suffix>?)" for the one of known
+// that name likely misspells, or "".
+func didYouMean(name, suffix string, known []string) string {
+	if s := suggest.Nearest(name, known); s != "" {
+		return " (did you mean " + s + suffix + "?)"
 	}
-	hint := ""
-	if s := suggest.Nearest(name, names); s != "" {
-		hint = fmt.Sprintf(" (did you mean %s?)", s)
+	return ""
+}
+
+// listed returns known after prefix, separated by commas, or none when
+// known is empty.
+func listed(prefix string, known []string, none string) string {
+	if len(known) == 0 {
+		return none
 	}
-	return invalidf("bad %s: run %s has no scorer %q%s; %s", param, run.ID, truncateParam(name), hint, known)
+	return prefix + strings.Join(known, ", ")
 }

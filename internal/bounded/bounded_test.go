@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/evalrun/evalrun/internal/bounded/boundedtest"
 )
 
 // documents are JSON texts of every shape json.Indent handles.
@@ -53,32 +55,11 @@ func TestIndentJSONDepthCap(t *testing.T) {
 	}
 }
 
-// nested returns a value n levels deep: {"a":[{"a":[… 1 …]}]}.
-func nested(n int) []byte {
-	var b bytes.Buffer
-	for i := range n {
-		if i%2 == 0 {
-			b.WriteString(`{"a":`)
-		} else {
-			b.WriteString(`[`)
-		}
-	}
-	b.WriteString("1")
-	for i := n - 1; i >= 0; i-- {
-		if i%2 == 0 {
-			b.WriteString(`}`)
-		} else {
-			b.WriteString(`]`)
-		}
-	}
-	return b.Bytes()
-}
-
 // TestIndentJSONDeepValueStaysSmall: a value 10,000 levels deep indents to
 // a few bytes more than its compact form (json.Indent: ~100 MB), and is
 // still the same JSON value.
 func TestIndentJSONDeepValueStaysSmall(t *testing.T) {
-	src := nested(10_000)
+	src := boundedtest.Deep(10_000)
 	got := IndentJSON(nil, src, "", "  ", IndentDepth)
 	if limit := len(src) + 2*IndentDepth*(IndentDepth+2); len(got) > limit {
 		t.Fatalf("indented %d bytes of compact JSON into %d bytes, want at most %d", len(src), len(got), limit)
