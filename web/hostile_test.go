@@ -170,6 +170,28 @@ func TestTokenRedirectStaysLocal(t *testing.T) {
 	}
 }
 
+// TestRedirectsStayLocal: the viewer's other redirects (path cleaning,
+// static files) stay on its origin too.
+func TestRedirectsStayLocal(t *testing.T) {
+	b := setup(t, Options{})
+	redirects := 0
+	for _, path := range []string{"//evil.example", "//evil.example/runs", "/runs//evil.example", "/static//evil.example/",
+		"/static/index.html", `/\evil.example`, "/./evil.example", "/x/..//evil.example"} {
+		resp := b.get(t, path)
+		loc := resp.header.Get("Location")
+		if resp.status/100 != 3 {
+			continue
+		}
+		redirects++
+		if strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, `/\`) || strings.Contains(loc, "://") {
+			t.Errorf("GET %s: %d Location %q leaves the viewer", path, resp.status, loc)
+		}
+	}
+	if redirects < 5 {
+		t.Errorf("%d of the paths redirected, want at least 5: the test no longer checks redirects", redirects)
+	}
+}
+
 func TestCheckToken(t *testing.T) {
 	for _, tok := range []string{"", "x", " ", strings.Repeat(" ", 20), "0123456789abcde",
 		"0123456789abcdef ", "\t0123456789abcdef", "0123456789abcdef\n", "0123456789 abcdef", "0123456789abcdefé"} {
