@@ -255,8 +255,9 @@ func pretty(v json.RawMessage) value {
 		out.Text = evalrun.Text(v)
 		whole = len(out.Text)
 	case json.Valid(v):
-		// Indenting adds bytes: the first maxShownBytes of the text come
-		// from at most as many bytes of v.
+		// Indenting compact JSON only adds bytes, so the first
+		// maxShownBytes of the text come from at most as many bytes of v;
+		// a v cut here is marked truncated below.
 		out.Text, out.JSON = string(bounded.IndentJSON(nil, bounded.Prefix(v, maxShownBytes), "", "  ", bounded.IndentDepth)), true
 		if len(v) <= maxShownBytes {
 			whole = len(out.Text)
