@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 type junitSuites struct {
@@ -124,7 +126,7 @@ func (n *junitCounts) add(tc junitCase) {
 
 // testCase returns the test case of an item row.
 func (j *junitWriter) testCase(it *ItemRow) junitCase {
-	name := it.ID
+	name := label(it.ID)
 	if it.Repeat > 0 {
 		name += "#" + strconv.Itoa(it.Repeat)
 	}
@@ -148,16 +150,16 @@ func (j *junitWriter) testCase(it *ItemRow) junitCase {
 	}
 	switch {
 	case it.Error != nil:
-		tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: xmlSafe(*it.Error)}
+		tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: problemBody(*it.Error)}
 	case len(errs) > 0:
 		tc.Error = &junitProblem{Message: truncate(errs[0], 500), Type: "scorer",
-			Body: xmlSafe(strings.Join(append(errs, fails...), "\n"))}
+			Body: problemBody(strings.Join(append(errs, fails...), "\n"))}
 	case len(fails) > 0:
 		msg := fails[0]
 		if len(fails) > 1 {
 			msg = fmt.Sprintf("%d scorers below threshold", len(fails))
 		}
-		tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: xmlSafe(strings.Join(fails, "\n"))}
+		tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: problemBody(strings.Join(fails, "\n"))}
 	}
 	return tc
 }
@@ -258,6 +260,14 @@ func startOf(v any, name string) (xml.StartElement, error) {
 
 // seconds formats milliseconds as seconds with millisecond precision.
 func seconds(ms float64) string { return strconv.FormatFloat(ms/1000, 'f', 3, 64) }
+
+// maxProblemBytes bounds the text of a test case's error or failure: a
+// target's error or a judge's reason can be as large as what it echoes.
+const maxProblemBytes = 64 << 10
+
+// problemBody is the text of an error or failure element: cut to
+// [maxProblemBytes] with the truncation marker, made XML-safe.
+func problemBody(s string) string { return xmlSafe(bounded.Cut(s, maxProblemBytes)) }
 
 // xmlSafe replaces the characters XML 1.0 cannot carry (most control
 // characters, invalid UTF-8) with U+FFFD, for CDATA sections, which

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // DefaultMaxFailures is how many failures the Markdown and terminal
@@ -93,7 +95,7 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 			if shown > 0 {
 				p("| item | scorer | passed | runs |\n| --- | --- | ---: | ---: |\n")
 				for _, f := range rep.Flaky[:shown] {
-					p("| %s | %s | %d | %d |\n", mdEscape(f.ItemID), mdEscape(f.Scorer), f.Passed, f.Runs)
+					p("| %s | %s | %d | %d |\n", mdEscape(label(f.ItemID)), mdEscape(f.Scorer), f.Passed, f.Runs)
 				}
 			}
 			if more := len(rep.Flaky) - shown; more > 0 {
@@ -113,7 +115,7 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 		for _, c := range rep.Cohorts {
 			name := "*(untagged)*"
 			if c.Tag != nil {
-				name = mdEscape(*c.Tag)
+				name = mdEscape(label(*c.Tag))
 			}
 			p("| %s | %d |", name, c.Count)
 			for _, s := range c.Scorers {
@@ -264,21 +266,21 @@ func kindText[T ~string](k *T) string {
 	return string(*k)
 }
 
-// truncate cuts s to n runes, marking the cut with "…".
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
+// truncate cuts s to n runes on one line, marking the cut with "…".
+func truncate(s string, n int) string { return bounded.Line(s, n) }
+
+// maxLabelBytes bounds a name from the dataset (an item id, a tag) as the
+// Markdown and terminal reports and JUnit test names show it.
+const maxLabelBytes = 200
+
+// label is s cut to [maxLabelBytes] with the truncation marker.
+func label(s string) string { return bounded.Cut(s, maxLabelBytes) }
 
 // failureItem names a failure's item for people: the id, with "#repeat"
 // when the repeat is > 0 (as comparisons and JUnit name them), "—" for a
 // persist failure.
 func failureItem(f *Failure) string {
-	id := strOr(f.ItemID, "—")
+	id := label(strOr(f.ItemID, "—"))
 	if f.Repeat > 0 {
 		id += "#" + strconv.Itoa(f.Repeat)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // Format names a renderer.
@@ -75,12 +76,17 @@ func Write(w io.Writer, rep *Report, f Format) error {
 }
 
 // WriteJSON writes rep as the JSON report (schema_version 2), indented by
-// two spaces, fields in a stable order, followed by a newline.
+// two spaces, fields in a stable order, followed by a newline. Containers
+// nested deeper than [bounded.IndentDepth] (inside item values) are written
+// compact on one line, so that a deeply nested value costs its own size,
+// not the square of its depth in indentation.
 func WriteJSON(w io.Writer, rep *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(rep)
+	out, err := bounded.MarshalIndent(rep, "", bounded.IndentDepth, false)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
 }
 
 // ReadJSON reads a JSON report written by [WriteJSON], of schema version

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // Streaming renderers.
@@ -84,16 +84,13 @@ func WriteJSONStream(ctx context.Context, w io.Writer, rep *Report, src ItemSour
 	bw.Write(text)
 	bw.WriteString("\n  \"items\": [")
 
-	// Each row as WriteJSON's encoder writes an element of the array at
-	// depth 2: the same options, the indentation two levels down.
-	var row bytes.Buffer
-	enc := json.NewEncoder(&row)
-	enc.SetIndent("    ", "  ")
-	enc.SetEscapeHTML(false)
+	// Each row as WriteJSON writes an element of the array at depth 2:
+	// the same options, the indentation (and its depth cap) two levels
+	// down.
 	n := 0
 	err := src.scan(ctx, func(it *ItemRow) error {
-		row.Reset()
-		if err := enc.Encode(it); err != nil {
+		row, err := bounded.MarshalIndent(it, "    ", bounded.IndentDepth-2, false)
+		if err != nil {
 			return err
 		}
 		if n > 0 {
@@ -101,7 +98,7 @@ func WriteJSONStream(ctx context.Context, w io.Writer, rep *Report, src ItemSour
 		}
 		n++
 		bw.WriteString("\n    ")
-		_, err := bw.Write(bytes.TrimSuffix(row.Bytes(), []byte("\n")))
+		_, err = bw.Write(row)
 		return err // a write error sticks in bw: stop at the first
 	})
 	if err != nil {

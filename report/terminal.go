@@ -68,7 +68,7 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 					p("  … and %d more\n", len(rep.Flaky)-shown)
 					break
 				}
-				p("  %s  %s: passed %d of %d\n", oneLine(f.ItemID), oneLine(f.Scorer), f.Passed, f.Runs)
+				p("  %s  %s: passed %d of %d\n", oneLine(label(f.ItemID)), oneLine(f.Scorer), f.Passed, f.Runs)
 			}
 		}
 		p("\n")
@@ -82,11 +82,11 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 		}
 		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, c := range rep.Cohorts {
-			label := "(untagged)"
+			name := "(untagged)"
 			if c.Tag != nil {
-				label = oneLine(*c.Tag)
+				name = oneLine(label(*c.Tag))
 			}
-			row := []string{label, fmt.Sprint(c.Count)}
+			row := []string{name, fmt.Sprint(c.Count)}
 			for _, s := range c.Scorers {
 				row = append(row, percent(s.PassRate))
 			}

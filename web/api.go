@@ -2,25 +2,24 @@ package web
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 	"github.com/evalrun/evalrun/report"
 )
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON, HTML characters escaped. Item
+// values deeper than bounded.IndentDepth are written compact: indenting
+// them would cost the square of their depth.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	body, err := bounded.MarshalIndent(v, "", bounded.IndentDepth, true)
+	if err != nil {
 		s.log.Error("web: encode JSON", "path", r.URL.Path, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	s.writeBody(w, r, status, buf.Bytes())
+	s.writeBody(w, r, status, append(body, '\n'))
 }
 
 func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
@@ -55,8 +54,10 @@ type RunJSON struct {
 	// MacroPassRate is null when the run has no scores, or when its report
 	// was still being computed (Pending).
 	MacroPassRate *float64 `json:"macro_pass_rate"`
-	Pending       bool     `json:"pending,omitempty"`
-	DurationMS    *int64   `json:"duration_ms"`
+	// Pending is true when the run's report was still being computed;
+	// always written (docs/web.md lists it).
+	Pending    bool   `json:"pending"`
+	DurationMS *int64 `json:"duration_ms"`
 }
 
 // RunsJSON is the body of GET /api/runs.
@@ -67,16 +68,12 @@ type RunsJSON struct {
 }
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
-	limit := runsPerPage
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			s.writeJSON(w, r, http.StatusBadRequest, apiError{Error: "bad limit " + strconv.Quote(v), Status: http.StatusBadRequest})
-			return
-		}
-		limit = min(n, 1000)
+	dataset, limit, err := runsQuery(r)
+	if err != nil {
+		s.jsonError(w, r, err)
+		return
 	}
-	rows, more, err := s.listRuns(r.Context(), r.URL.Query().Get("dataset"), limit)
+	rows, more, err := s.listRuns(r.Context(), dataset, limit)
 	if err != nil {
 		s.jsonError(w, r, err)
 		return
@@ -91,6 +88,10 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		s.jsonError(w, r, err)
+		return
+	}
 	run, err := s.store.GetRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.jsonError(w, r, err)

@@ -68,9 +68,7 @@ func (a *authenticator) check(w http.ResponseWriter, r *http.Request) bool {
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		})
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		http.Redirect(w, r, localURL(r.URL.EscapedPath(), q.Encode()), http.StatusSeeOther)
 		return false
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
@@ -87,6 +85,48 @@ func (a *authenticator) check(w http.ResponseWriter, r *http.Request) bool {
 	}
 	unauthorized(w)
 	return false
+}
+
+// localURL returns a reference to path?query on the viewer's own origin.
+// A request's path may start with `//` or `/\` ("//evil.example/?token=…"),
+// which a browser reads as another host: leading slashes and backslashes
+// are folded into one "/", so a redirect never leaves the viewer.
+func localURL(escapedPath, rawQuery string) string {
+	u := "/" + strings.TrimLeft(escapedPath, "/\\")
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	return u
+}
+
+// MinTokenLength is the length a token must have at least ([CheckToken]).
+const MinTokenLength = 16
+
+// CheckToken refuses a token that is too weak or cannot be sent intact: one
+// shorter than [MinTokenLength], or with a character other than printable
+// ASCII (a space, a trailing newline from a file, a control character),
+// which a URL or an Authorization header would mangle. The error, which
+// never quotes the token, says how to make one; it wraps
+// [evalrun.ErrInvalid].
+func CheckToken(token string) error {
+	const how = "generate one with: openssl rand -hex 16"
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c > '~' {
+			what := "a space or a control character"
+			switch {
+			case c == '\n' || c == '\r':
+				what = "a line break (a trailing newline read from a file?)"
+			case c > '~':
+				what = "a character that is not printable ASCII"
+			}
+			return invalidf("web: the token has %s at byte %d: use printable ASCII without spaces; %s", what, i+1, how)
+		}
+	}
+	if len(token) < MinTokenLength {
+		return invalidf("web: the token is too short to keep the viewer safe from guessing (%d of at least %d characters); %s",
+			len(token), MinTokenLength, how)
+	}
+	return nil
 }
 
 func unauthorized(w http.ResponseWriter) {

@@ -178,6 +178,37 @@ func TestBrowserFlow(t *testing.T) {
 	}
 }
 
+// TestBrowserRepeats opens the page of a run with repeats: pass@k, pass^k
+// and the flaky items are visible, and a flaky item's link lists its
+// repeats.
+func TestBrowserRepeats(t *testing.T) {
+	ctx := browser(t)
+	b := setup(t, Options{})
+	seedRepeats(t, b.store)
+	base := serve(t, b)
+
+	do(t, ctx, "run page with repeats", chromedp.Navigate(base+"/runs/"+runRepeats), chromedp.WaitVisible(css("#repeats")))
+	if h := text(t, ctx, "#repeats thead"); !strings.Contains(h, "pass@3") || !strings.Contains(h, "pass^3") {
+		t.Fatalf("repeats header: %q", h)
+	}
+	if exact, judge := text(t, ctx, "#repeats tbody tr:nth-child(1)"), text(t, ctx, "#repeats tbody tr:nth-child(2)"); !strings.Contains(exact, "66.7%\t33.3%") || !strings.Contains(judge, "100.0%\t33.3%") {
+		t.Fatalf("repeats rows: %q / %q", exact, judge)
+	}
+	if rows := get(t, ctx, "flaky rows", chromedp.Evaluate[int](`document.querySelectorAll("#flaky tbody tr").length`)); rows != 3 {
+		t.Fatalf("%d flaky rows, want 3", rows)
+	}
+	if visible := get(t, ctx, "flaky visible", chromedp.Evaluate[bool](`(() => { const r = document.querySelector("#flaky").getBoundingClientRect(); return r.width > 0 && r.height > 0 })()`)); !visible {
+		t.Fatal("the flaky items table is not displayed")
+	}
+
+	do(t, ctx, "open a flaky item's repeats",
+		chromedp.Click(css(`#flaky a[href$="items?id=q2"]`)),
+		chromedp.WaitVisible(css("#items")))
+	if ids := get(t, ctx, "item ids", chromedp.Evaluate[string](`[...document.querySelectorAll("#items a.item-link")].map(a => a.textContent).join(",")`)); ids != "q2,q2,q2" {
+		t.Fatalf("the flaky item's page lists %q, want its three repeats", ids)
+	}
+}
+
 // TestBrowserLiveRefresh shows a running run and moves its counts: the page
 // updates them without a reload, then reloads once the run has finished.
 func TestBrowserLiveRefresh(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 	"github.com/evalrun/evalrun/report"
 )
 
@@ -57,6 +57,8 @@ var funcs = template.FuncMap{
 	"str":      func(p *string) string { return deref(p) },
 	"kind":     func(k *evalrun.ErrorKind) string { return string(deref(k)) },
 	"trunc":    truncate,
+	"cut":      func(s string) string { return bounded.Cut(s, maxShownBytes) },
+	"label":    func(s string) string { return bounded.Cut(s, maxLabelBytes) },
 	"text":     func(v json.RawMessage) string { return evalrun.Text(v) },
 	"pretty":   pretty,
 	"histogram": func(s report.ScorerStats) histogram {
@@ -211,42 +213,61 @@ func whenText(t time.Time) string {
 }
 
 // truncate cuts s to n runes on one line, marking the cut.
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
-}
+func truncate(s string, n int) string { return bounded.Line(s, n) }
 
 // value is a JSON value made readable: a JSON string shown as its text, any
-// other value pretty-printed; Long values are shown collapsed.
+// other value pretty-printed; Long values are shown collapsed. Text holds
+// at most maxShownBytes of it: Truncated says it was cut (the marker ends
+// the text), Size is then the whole value's size in bytes.
 type value struct {
-	Text  string
-	JSON  bool
-	Empty bool
-	Lines int
-	Long  bool
+	Text      string
+	JSON      bool
+	Empty     bool
+	Lines     int
+	Long      bool
+	Truncated bool
+	Size      int
 }
 
 const longChars, longLines = 1200, 20
 
+// maxShownBytes bounds the text of a value or a message on a page; the API
+// serves the whole value.
+const maxShownBytes = 64 << 10
+
+// maxLabelBytes bounds a name from the dataset (an item id, a tag) on a
+// page.
+const maxLabelBytes = 200
+
+// pretty makes v readable within maxShownBytes, however large or deep:
+// JSON is indented down to bounded.IndentDepth levels only (deeper
+// containers compact on one line) and only the start of a large value is
+// read.
 func pretty(v json.RawMessage) value {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || string(v) == "null" {
 		return value{Empty: true}
 	}
 	out := value{}
-	if v[0] == '"' {
+	whole := len(v) // the size the marker of a cut names
+	switch {
+	case v[0] == '"':
 		out.Text = evalrun.Text(v)
-	} else {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, v, "", "  "); err != nil {
-			out.Text = string(v)
-		} else {
-			out.Text, out.JSON = buf.String(), true
+		whole = len(out.Text)
+	case json.Valid(v):
+		// Indenting compact JSON only adds bytes, so the first
+		// maxShownBytes of the text come from at most as many bytes of v;
+		// a v cut here is marked truncated below.
+		out.Text, out.JSON = string(bounded.IndentJSON(nil, bounded.Prefix(v, maxShownBytes), "", "  ", bounded.IndentDepth)), true
+		if len(v) <= maxShownBytes {
+			whole = len(out.Text)
 		}
+	default:
+		out.Text = string(bounded.Prefix(v, maxShownBytes))
+	}
+	if whole > maxShownBytes {
+		out.Truncated, out.Size = true, whole
+		out.Text = bounded.Prefix(out.Text, maxShownBytes) + bounded.Marker(whole)
 	}
 	out.Lines = strings.Count(out.Text, "\n") + 1
 	out.Long = len(out.Text) > longChars || out.Lines > longLines

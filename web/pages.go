@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 	"github.com/evalrun/evalrun/report"
 )
 
 const (
 	runsPerPage     = 50
 	failuresShown   = 50
+	flakyShown      = 50
 	changesWithRows = 200
 )
 
@@ -193,11 +195,22 @@ func (s *Server) listRuns(ctx context.Context, dataset string, limit int) ([]run
 	return rows, more, ctx.Err()
 }
 
+// runsQuery reads the parameters of the runs list: dataset= and limit=
+// (1 to maxRunsLimit).
+func runsQuery(r *http.Request) (dataset string, limit int, err error) {
+	v := r.URL.Query()
+	if err := checkParams(v, runsParams); err != nil {
+		return "", 0, err
+	}
+	limit, err = intParam(v, "limit", 1, maxRunsLimit, runsPerPage)
+	return v.Get("dataset"), limit, err
+}
+
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
-	dataset := r.URL.Query().Get("dataset")
-	limit := runsPerPage
-	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
-		limit = min(n, 1000)
+	dataset, limit, err := runsQuery(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
 	}
 	rows, more, err := s.listRuns(r.Context(), dataset, limit)
 	if err != nil {
@@ -210,8 +223,8 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var moreURL string
-	if more {
-		v := url.Values{"limit": {strconv.Itoa(limit + runsPerPage)}}
+	if more && limit < maxRunsLimit {
+		v := url.Values{"limit": {strconv.Itoa(min(limit+runsPerPage, maxRunsLimit))}}
 		if dataset != "" {
 			v.Set("dataset", dataset)
 		}
@@ -232,11 +245,18 @@ type runView struct {
 	Live         bool
 	Failures     []report.Failure
 	MoreFailures int
-	Others       []*evalrun.Run // runs of the same dataset, to compare with
+	// Flaky are the first flakyShown flaky items of a run with repeats.
+	Flaky     []report.FlakyItem
+	MoreFlaky int
+	Others    []*evalrun.Run // runs of the same dataset, to compare with
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	run, err := s.store.GetRun(ctx, r.PathValue("id"))
 	if err != nil {
 		s.pageError(w, r, err)
@@ -250,6 +270,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	v := runView{Run: run, Report: rep, Live: !run.Status.Done()}
 	v.Failures = rep.Failures[:min(len(rep.Failures), failuresShown)]
 	v.MoreFailures = len(rep.Failures) - len(v.Failures)
+	v.Flaky = rep.Flaky[:min(len(rep.Flaky), flakyShown)]
+	v.MoreFlaky = len(rep.Flaky) - len(v.Flaky)
 	others, err := s.store.ListRuns(ctx, evalrun.RunFilter{Dataset: run.Dataset, Limit: 21})
 	if err != nil {
 		s.pageError(w, r, err)
@@ -294,6 +316,9 @@ type sortLink struct {
 // itemsPage runs the query of r over run.
 func (s *Server) itemsPage(r *http.Request, run *evalrun.Run) (ItemQuery, *itemPage, []report.ItemRow, error) {
 	q, err := ParseItemQuery(r.URL.Query())
+	if err == nil {
+		err = q.Check(run)
+	}
 	if err != nil {
 		return q, nil, nil, err
 	}
@@ -394,19 +419,21 @@ type scoreView struct {
 // itemOf reads the result named by r's path (index) and ?repeat=.
 func (s *Server) itemOf(r *http.Request) (*evalrun.Run, *evalrun.ItemResult, error) {
 	ctx := r.Context()
+	v := r.URL.Query()
+	if err := checkParams(v, itemParams); err != nil {
+		return nil, nil, err
+	}
+	repeat, err := intParam(v, "repeat", 0, maxIndex, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	run, err := s.store.GetRun(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, nil, err
 	}
 	index, err := strconv.Atoi(r.PathValue("index"))
-	if err != nil || index < 0 {
-		return nil, nil, fmt.Errorf("item %q of run %s: %w", r.PathValue("index"), run.ID, evalrun.ErrNotFound)
-	}
-	repeat := 0
-	if s := r.URL.Query().Get("repeat"); s != "" {
-		if repeat, err = strconv.Atoi(s); err != nil || repeat < 0 {
-			return nil, nil, fmt.Errorf("bad repeat %q: %w", s, evalrun.ErrInvalid)
-		}
+	if err != nil || index < 0 || index > maxIndex {
+		return nil, nil, fmt.Errorf("item %q of run %s (items are numbered from 0): %w", truncateParam(r.PathValue("index")), run.ID, evalrun.ErrNotFound)
 	}
 	res, err := getResult(ctx, s.store, run.ID, index, repeat)
 	if err != nil {
@@ -421,7 +448,7 @@ func (s *Server) handleItem(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0]}
+	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0], Meta: value{Empty: true}}
 	for _, sc := range res.Scores {
 		th := evalrun.DefaultThreshold
 		if i := slices.IndexFunc(run.Scorers, func(x evalrun.ScorerInfo) bool { return x.Name == sc.Scorer }); i >= 0 {
@@ -432,7 +459,7 @@ func (s *Server) handleItem(w http.ResponseWriter, r *http.Request) {
 	if res.Item != nil && len(res.Item.Metadata) > 0 {
 		v.Meta = pretty(evalrun.JSON(res.Item.Metadata))
 	}
-	s.render(w, r, http.StatusOK, "item", res.ItemID+" · "+runTitle(run), v)
+	s.render(w, r, http.StatusOK, "item", bounded.Cut(res.ItemID, maxLabelBytes)+" · "+runTitle(run), v)
 }
 
 // compareView is a comparison with the outputs of its changed items.

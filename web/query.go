@@ -32,37 +32,46 @@ type ItemQuery struct {
 	// Search keeps the results whose item id contains it, ignoring case
 	// (q=X).
 	Search string
+	// ID keeps the results of the item with exactly that id (id=X): its
+	// repeats.
+	ID string
 	// Sort is "" (input order), "latency", "-latency" (descending),
 	// "score:NAME" or "-score:NAME". Missing scores sort lowest.
 	Sort string
 	// From and FromRepeat start an input-order page at that result
 	// (from=INDEX[.REPEAT]): the cursor of the "next" link.
 	From, FromRepeat int
-	// Page is the 1-based page of a sorted listing (page=N).
+	// Page is the 1-based page of a sorted listing (page=N, at most
+	// 1,000,000); 0 means the first.
 	Page int
-	// Size is the page size (size=N, at most 500); 0 means the server's.
+	// Size is the page size (size=N, 1 to 500); 0 means the server's.
 	Size int
 }
 
-const maxPageSize = 500
-
 // ParseItemQuery reads an [ItemQuery] from URL values. It fails (an
-// [evalrun.ErrInvalid] error) on malformed numbers and unknown sorts.
+// [evalrun.ErrInvalid] error naming the parameter and what it takes) on a
+// parameter the items listing does not take, a malformed or out-of-range
+// number and an unknown sort. Whether the scorers it names exist is the
+// run's to say: see [ItemQuery.Check].
 func ParseItemQuery(v url.Values) (ItemQuery, error) {
 	q := ItemQuery{
-		Failed: v.Get("failed") == "1" || v.Get("failed") == "true" || v.Get("failed") == "on",
 		Scorer: strings.TrimSpace(v.Get("scorer")),
 		Tag:    v.Get("tag"),
 		Search: strings.TrimSpace(v.Get("q")),
+		ID:     v.Get("id"),
 		Sort:   v.Get("sort"),
 	}
-	bad := func(name, val string) error {
-		return fmt.Errorf("bad %s %q: %w", name, val, evalrun.ErrInvalid)
+	if err := checkParams(v, itemsParams); err != nil {
+		return q, err
+	}
+	var err error
+	if q.Failed, err = boolParam(v, "failed"); err != nil {
+		return q, err
 	}
 	if s := strings.TrimSpace(v.Get("below")); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) {
-			return q, bad("below", s)
+		if err != nil || !(f >= 0 && f <= 1) { // NaN fails both
+			return q, badParam("below", s, "want a score from 0 to 1")
 		}
 		q.Below = &f
 	}
@@ -73,34 +82,44 @@ func ParseItemQuery(v url.Values) (ItemQuery, error) {
 	case q.Sort == "", q.Sort == "latency", q.Sort == "-latency":
 	case strings.HasPrefix(q.Sort, "score:") && len(q.Sort) > 6, strings.HasPrefix(q.Sort, "-score:") && len(q.Sort) > 7:
 	default:
-		return q, bad("sort", q.Sort)
+		return q, badParam("sort", q.Sort, "want latency, -latency, score:SCORER or -score:SCORER")
 	}
 	if s := v.Get("from"); s != "" {
-		idx, rep, _ := strings.Cut(s, ".")
-		var err error
-		if q.From, err = strconv.Atoi(idx); err != nil || q.From < 0 {
-			return q, bad("from", s)
+		idx, rep, hasRep := strings.Cut(s, ".")
+		if q.From, err = parseBounded("from", idx, 0, maxIndex); err != nil {
+			return q, badParam("from", s, fmt.Sprintf("want INDEX or INDEX.REPEAT, whole numbers from 0 to %d", maxIndex))
 		}
-		if rep != "" {
-			if q.FromRepeat, err = strconv.Atoi(rep); err != nil || q.FromRepeat < 0 {
-				return q, bad("from", s)
+		if hasRep {
+			if q.FromRepeat, err = parseBounded("from", rep, 0, maxIndex); err != nil {
+				return q, badParam("from", s, fmt.Sprintf("want INDEX or INDEX.REPEAT, whole numbers from 0 to %d", maxIndex))
 			}
 		}
 	}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"page", &q.Page}, {"size", &q.Size}} {
-		if s := v.Get(p.name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 {
-				return q, bad(p.name, s)
-			}
-			*p.dst = n
-		}
+	if q.Page, err = intParam(v, "page", 1, maxPage, 0); err != nil {
+		return q, err
 	}
-	q.Size = min(q.Size, maxPageSize)
+	if q.Size, err = intParam(v, "size", 1, maxPageSize, 0); err != nil {
+		return q, err
+	}
 	return q, nil
+}
+
+// Check refuses a query that names a scorer (scorer=, sort=score:) that
+// run does not have, or compares a score (below=) without naming its
+// scorer; the error ([evalrun.ErrInvalid]) lists the run's scorers.
+func (q ItemQuery) Check(run *evalrun.Run) error {
+	if q.Scorer != "" {
+		if err := checkScorer(run, "scorer="+q.Scorer, q.Scorer); err != nil {
+			return err
+		}
+	}
+	if q.Below != nil && q.Scorer == "" {
+		return invalidf("below= needs scorer=NAME, the scorer whose score it compares")
+	}
+	if scorer, byLatency, _ := q.sortKey(); q.Sort != "" && !byLatency {
+		return checkScorer(run, "sort="+q.Sort, scorer)
+	}
+	return nil
 }
 
 // Values returns the query as URL values (the inverse of
@@ -118,6 +137,9 @@ func (q ItemQuery) Values() url.Values {
 	}
 	if q.Tag != "" {
 		v.Set("tag", q.Tag)
+	}
+	if q.ID != "" {
+		v.Set("id", q.ID)
 	}
 	if q.Search != "" {
 		v.Set("q", q.Search)
@@ -142,7 +164,9 @@ func (q ItemQuery) sortKey() (scorer string, latency, desc bool) {
 
 // filtered reports whether the query filters beyond what the store does
 // (FailedOnly).
-func (q ItemQuery) filtered() bool { return q.Scorer != "" || q.Tag != "" || q.Search != "" }
+func (q ItemQuery) filtered() bool {
+	return q.Scorer != "" || q.Tag != "" || q.Search != "" || q.ID != ""
+}
 
 // matcher returns the filter of q over run's results.
 func (q ItemQuery) matcher(run *evalrun.Run) func(*evalrun.ItemResult) bool {
@@ -155,6 +179,9 @@ func (q ItemQuery) matcher(run *evalrun.Run) func(*evalrun.ItemResult) bool {
 	search := strings.ToLower(q.Search)
 	return func(r *evalrun.ItemResult) bool {
 		if q.Failed && !r.Failed() {
+			return false
+		}
+		if q.ID != "" && r.ItemID != q.ID {
 			return false
 		}
 		if search != "" && !strings.Contains(strings.ToLower(r.ItemID), search) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -32,7 +33,7 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 type Options struct {
 	// Token, when set, is required on every request (see the package
 	// documentation). It is required to serve a non-loopback address
-	// ([CheckAddr]).
+	// ([CheckAddr]) and must pass [CheckToken].
 	Token string
 	// Logger receives request errors; nil means slog.Default().
 	Logger *slog.Logger
@@ -98,6 +99,11 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 50
+	}
+	if opts.Token != "" {
+		if err := CheckToken(opts.Token); err != nil {
+			return nil, err
+		}
 	}
 	pages, err := parseTemplates()
 	if err != nil {
@@ -177,6 +183,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	// The last line of defence: a handler's panic is a bug to fix, logged
+	// with its stack; the user gets a 500 rather than a dropped connection.
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("web: panic serving a request", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			http.Error(w, "internal error (see the server's log)", http.StatusInternalServerError)
+		}
+	}()
 	if !s.auth.check(w, r) {
 		return
 	}
@@ -184,23 +201,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // CheckAddr returns an error when addr (host:port) would bind a
-// non-loopback interface without a token. An empty host (":8080") binds
-// every interface and so needs a token too; "localhost" and loopback IPs do
-// not.
+// non-loopback interface without a token, or when a token is given that
+// [CheckToken] refuses. An empty host (":8080") binds every interface and
+// so needs a token too; "localhost" and loopback IPs do not.
 func CheckAddr(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("web: address %q: %w: %w", addr, err, evalrun.ErrInvalid)
+		return invalidf("web: address %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
 	}
-	if isLoopbackHost(host) || token != "" {
+	if token != "" {
+		return CheckToken(token)
+	}
+	if isLoopbackHost(host) {
 		return nil
 	}
 	shown := host
 	if shown == "" {
 		shown = "every interface"
 	}
-	return fmt.Errorf("web: refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN, or bind 127.0.0.1: %w",
-		addr, shown, evalrun.ErrInvalid)
+	return invalidf("web: refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN (at least %d characters: openssl rand -hex 16), or bind 127.0.0.1",
+		addr, shown, MinTokenLength)
 }
 
 // isLoopbackHost reports whether host (no port) names the loopback

@@ -153,6 +153,8 @@ func TestItemPage(t *testing.T) {
 
 	body = b.mustGet(t, "/runs/"+runB+"/items/5", http.StatusOK).body
 	contains(t, "scorer error item", body, "invalid_output: judge returned no JSON")
+	contains(t, "item with metadata", body, `id="metadata"`, "login")
+	lacks(t, "item without metadata", b.mustGet(t, "/runs/"+runB+"/items/4", http.StatusOK).body, `id="metadata"`)
 
 	d := decode[ItemJSON](t, b.mustGet(t, "/api/runs/"+runB+"/items/3", http.StatusOK))
 	if d.Row.ID != "q4" || d.Result.RetryCount != 2 || d.Result.ErrorKind != evalrun.ErrorTimeout || d.Row.Error == nil {
@@ -325,7 +327,7 @@ func TestHostCheckWithoutToken(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	const token = "s3cret-token"
+	const token = "s3cret-token-0123"
 	b := setup(t, Options{Token: token})
 	path := "/runs/" + runB
 	if r := b.get(t, path); r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
@@ -390,9 +392,15 @@ func TestCheckAddr(t *testing.T) {
 		{":8080", "", false},
 		{"192.168.1.10:8080", "", false},
 		{"example.com:80", "", false},
-		{"0.0.0.0:8080", "tok", true},
-		{":8080", "tok", true},
+		{"0.0.0.0:8080", "0123456789abcdef", true},
+		{":8080", "0123456789abcdef", true},
 		{"no-port", "", false},
+		// A token given must be strong, on any address.
+		{"0.0.0.0:8080", "x", false},
+		{"0.0.0.0:8080", "                ", false},
+		{"0.0.0.0:8080", " 0123456789abcdef", false},
+		{"0.0.0.0:8080", "0123456789abcdef\n", false},
+		{"127.0.0.1:8080", "short", false},
 	}
 	for _, tt := range tests {
 		err := CheckAddr(tt.addr, tt.token)

@@ -33,15 +33,23 @@ comparisons, and the same data as JSON under /api/.
 It listens on 127.0.0.1:8080 by default. Any other interface (":8080",
 "0.0.0.0:8080", a LAN address) needs a token, from --token or EVALRUN_TOKEN,
 which every request must then present (see docs/web.md); without one evalrun
-refuses to start (exit 2). The URL is printed on standard error. Ctrl-C stops
-the server (exit 0).`,
+refuses to start (exit 2). A token has at least 16 characters, printable
+ASCII without spaces (openssl rand -hex 16 makes one); a weaker one is
+refused (exit 2). The URL is printed on standard error. Ctrl-C stops the
+server (exit 0).`,
 		Example: `  evalrun serve
   evalrun serve --addr 127.0.0.1:9000 --db postgres://evalrun@db/evalrun
-  EVALRUN_TOKEN=s3cret evalrun serve --addr 0.0.0.0:8080`,
+  EVALRUN_TOKEN=$(openssl rand -hex 16) evalrun serve --addr 0.0.0.0:8080`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			source := "--token"
 			if token == "" {
-				token = st.Getenv("EVALRUN_TOKEN")
+				token, source = st.Getenv("EVALRUN_TOKEN"), "EVALRUN_TOKEN"
+			}
+			if token != "" {
+				if err := web.CheckToken(token); err != nil {
+					return usageError(fmt.Errorf("%s: %w", source, err))
+				}
 			}
 			if err := web.CheckAddr(addr, token); err != nil {
 				return usageError(err)
@@ -57,7 +65,7 @@ the server (exit 0).`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", DefaultServeAddr, "address to listen on, HOST:PORT (a non-loopback one needs --token)")
-	cmd.Flags().StringVar(&token, "token", "", "token every request must present (default: $EVALRUN_TOKEN); required off loopback")
+	cmd.Flags().StringVar(&token, "token", "", "token every request must present, at least 16 characters (default: $EVALRUN_TOKEN); required off loopback")
 	return cmd
 }
 
