@@ -148,6 +148,9 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	res.RetryCount = max(attempts-1, 0)
 	res.CompletedAt = clock.Now()
 	res.Latency = res.CompletedAt.Sub(res.StartedAt)
+	if _, replayed := p.target.(evalrun.Replayer); replayed {
+		res.Latency = 0 // not measured: see evalrun.Replayer
+	}
 
 	if err != nil {
 		switch {

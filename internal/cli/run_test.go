@@ -188,6 +188,24 @@ func TestOutputsScoresSavedOutputs(t *testing.T) {
 	if !strings.Contains(string(data), `no saved output for item \"c\"`) || !strings.Contains(string(data), `"kind": "outputs"`) {
 		t.Errorf("report lacks item c's error or the outputs target:\n%s", data)
 	}
+	// Looking an output up measures nothing: no latency is reported.
+	var rep struct {
+		Usage struct {
+			Latency struct {
+				Reported int      `json:"reported"`
+				Mean     *float64 `json:"mean"`
+			} `json:"latency_ms"`
+		} `json:"usage"`
+		Items []struct {
+			LatencyMS *float64 `json:"latency_ms"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Usage.Latency; l.Reported != 0 || l.Mean != nil || len(rep.Items) != 3 || rep.Items[0].LatencyMS != nil {
+		t.Errorf("saved outputs report a latency: %+v, first item %v", l, rep.Items[0].LatencyMS)
+	}
 	bad := b.write("bad.jsonl", `{"id": "a", "output": "x"}`+"\n"+`{"id": "b", "outptu": "z"}`+"\n")
 	code, _, stderr = b.run("run", suite, "--outputs", bad)
 	if code != 2 || !strings.Contains(stderr, `bad.jsonl:2: unknown key "outptu"`) {
