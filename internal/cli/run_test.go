@@ -303,3 +303,40 @@ func TestSuiteBuilder(t *testing.T) {
 		t.Errorf("rebuilt target: %s %v", out.Value, err)
 	}
 }
+
+// The report `run -o` writes and the one `report RUN --format json` rebuilds
+// from SQLite are the same bytes (timestamps at the store's microsecond
+// precision in both).
+func TestReportJSONSameBytesAsRunOutput(t *testing.T) {
+	b := setup(t)
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+	file := filepath.Join(b.dir, "r.json")
+	code, _, stderr := b.run("run", suite, "-q", "-o", file)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	written, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Run struct {
+			ID        string `json:"id"`
+			StartedAt string `json:"started_at"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal(written, &rec); err != nil {
+		t.Fatal(err)
+	}
+	code, rebuilt, stderr := b.run("report", rec.Run.ID, "--format", "json")
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	if rebuilt != string(written) {
+		t.Errorf("report --format json differs from the file run -o wrote\n--- run -o:\n%s\n--- report:\n%s", written, rebuilt)
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, rec.Run.StartedAt); err != nil || ts.Nanosecond()%1000 != 0 {
+		t.Errorf("started_at %q is not at microsecond precision (%v)", rec.Run.StartedAt, err)
+	}
+}
