@@ -297,19 +297,11 @@ func (p *dryRunPlan) writeCost(w io.Writer) {
 		note = fmt.Sprintf(", plus the output of %d %s (unknown)", p.unknownOutput, plural(p.unknownOutput, "item"))
 	}
 	fmt.Fprintf(w, "estimated cost: %s (input %s + output %s%s) at $%g / $%g per million input / output tokens (target.price)",
-		money(in+out), money(in), money(out), note, pr.InputPerMTok, pr.OutputPerMTok)
+		report.FormatUSD(in+out), report.FormatUSD(in), report.FormatUSD(out), note, pr.InputPerMTok, pr.OutputPerMTok)
 	if p.judges > 0 || p.embedders > 0 {
 		fmt.Fprint(w, "; judge and embedding calls are not priced")
 	}
 	fmt.Fprintln(w)
-}
-
-// money formats a cost in dollars, with six decimals under a cent.
-func money(x float64) string {
-	if x != 0 && x < 0.01 {
-		return fmt.Sprintf("$%.6f", x)
-	}
-	return fmt.Sprintf("$%.4f", x)
 }
 
 // plural returns word, with an s unless n is 1.
