@@ -487,7 +487,7 @@ func pairingWarnings(c *Comparison, resultsA, resultsB int) []string {
 		return []string{fmt.Sprintf("runs share no items: A is %s, B is %s; nothing was compared",
 			side(da, resultsA), side(db, resultsB))}
 	case da != db:
-		return []string{fmt.Sprintf("runs are of different datasets (A: %s v%d, B: %s v%d): only the %d items with the same id (and repeat) are compared",
+		return []string{fmt.Sprintf("runs are of different dataset versions: A is dataset %s v%d, B is dataset %s v%d; only the items in both (%d, by id and repeat) are compared",
 			da.Name, da.Version, db.Name, db.Version, c.Paired)}
 	}
 	return []string{}

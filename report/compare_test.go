@@ -403,7 +403,7 @@ func TestCompareNoSharedItems(t *testing.T) {
 	// Different datasets that share some ids: compared, with a warning.
 	runB2, rsB2 := outcomeRun("b", "faq", 2, "f", ok(1))
 	c, _ = Compare(Build(runA, rsA), Build(runB2, rsB2), CompareOptions{})
-	if c.Paired != 1 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "different datasets (A: faq v1, B: faq v2)") {
+	if c.Paired != 1 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "different dataset versions: A is dataset faq v1, B is dataset faq v2; only the items in both (1,") {
 		t.Errorf("paired %d, warnings %q", c.Paired, c.Warnings)
 	}
 }
