@@ -55,13 +55,15 @@ type Error struct {
 }
 
 // Error returns the message of the wrapped error, prefixed by the HTTP
-// status when there is one.
+// status when there is one and the wrapped error does not already say it
+// (an *Error re-wrapped with more context keeps one "HTTP 500:", not two).
 func (e *Error) Error() string {
 	msg := "unknown error"
 	if e.Err != nil {
 		msg = e.Err.Error()
 	}
-	if e.StatusCode != 0 {
+	var inner *Error
+	if e.StatusCode != 0 && !(errors.As(e.Err, &inner) && inner.StatusCode != 0) {
 		return fmt.Sprintf("HTTP %d: %s", e.StatusCode, msg)
 	}
 	return msg
