@@ -41,6 +41,21 @@ const (
 	ErrorCanceled ErrorKind = "canceled"
 )
 
+// Invalidf returns an error with the formatted message (%w wraps as in
+// fmt.Errorf) that matches [ErrInvalid] under errors.Is without appending
+// its text: people read "bad size \"abc\": want a whole number", not
+// "…: invalid".
+func Invalidf(format string, args ...any) error {
+	return &invalidError{err: fmt.Errorf(format, args...)}
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+
+// Unwrap returns the formatted error and ErrInvalid.
+func (e *invalidError) Unwrap() []error { return []error{e.err, ErrInvalid} }
+
 // Error is a classified error of a target, a scorer or a model call.
 type Error struct {
 	Kind ErrorKind

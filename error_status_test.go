@@ -25,3 +25,15 @@ func TestErrorStatusPrefixOnce(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// Invalidf matches ErrInvalid without "invalid" tacked on the message.
+func TestInvalidf(t *testing.T) {
+	cause := errors.New("missing port")
+	err := evalrun.Invalidf("--addr %q: want HOST:PORT (%w)", "127.0.0.1", cause)
+	if !errors.Is(err, evalrun.ErrInvalid) || !errors.Is(err, cause) {
+		t.Errorf("%v does not match ErrInvalid and its cause", err)
+	}
+	if got, want := err.Error(), `--addr "127.0.0.1": want HOST:PORT (missing port)`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}

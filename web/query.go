@@ -46,6 +46,15 @@ type ItemQuery struct {
 
 const maxPageSize = 500
 
+// paramWants says what each item-list parameter takes, for error messages.
+var paramWants = map[string]string{
+	"below": "want a number, e.g. below=0.5",
+	"sort":  "want index, latency, -latency, score:SCORER or -score:SCORER",
+	"from":  "want an item index, or INDEX.REPEAT",
+	"page":  "want a whole number ≥ 0",
+	"size":  fmt.Sprintf("want a whole number ≥ 0 (at most %d are shown)", maxPageSize),
+}
+
 // ParseItemQuery reads an [ItemQuery] from URL values. It fails (an
 // [evalrun.ErrInvalid] error) on malformed numbers and unknown sorts.
 func ParseItemQuery(v url.Values) (ItemQuery, error) {
@@ -57,7 +66,7 @@ func ParseItemQuery(v url.Values) (ItemQuery, error) {
 		Sort:   v.Get("sort"),
 	}
 	bad := func(name, val string) error {
-		return fmt.Errorf("bad %s %q: %w", name, val, evalrun.ErrInvalid)
+		return evalrun.Invalidf("bad %s %q: %s", name, val, paramWants[name])
 	}
 	if s := strings.TrimSpace(v.Get("below")); s != "" {
 		f, err := strconv.ParseFloat(s, 64)

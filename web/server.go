@@ -190,7 +190,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func CheckAddr(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("web: address %q: %w: %w", addr, err, evalrun.ErrInvalid)
+		return evalrun.Invalidf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", addr, err)
 	}
 	if isLoopbackHost(host) || token != "" {
 		return nil
@@ -199,8 +199,8 @@ func CheckAddr(addr, token string) error {
 	if shown == "" {
 		shown = "every interface"
 	}
-	return fmt.Errorf("web: refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN, or bind 127.0.0.1: %w",
-		addr, shown, evalrun.ErrInvalid)
+	return evalrun.Invalidf("refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN, or use --addr 127.0.0.1:PORT",
+		addr, shown)
 }
 
 // isLoopbackHost reports whether host (no port) names the loopback
