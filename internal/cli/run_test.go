@@ -160,7 +160,7 @@ func TestRunsCancelStopsTheRun(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not stop after runs cancel")
 	}
-	if o.code != 130 || !strings.Contains(o.stderr, "cancelled (evalrun runs cancel)") ||
+	if o.code != 130 || !strings.Contains(o.stderr, "canceled (evalrun runs cancel)") ||
 		!strings.Contains(o.stderr, "resume with: evalrun run --resume "+runs[0].ID) {
 		t.Errorf("exit %d\n%s", o.code, o.stderr)
 	}
