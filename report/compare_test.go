@@ -306,6 +306,24 @@ func outcomeReport(id string, outs ...outcome) *Report {
 	return Build(run, rs)
 }
 
+// compareCounts compares b against a and checks the comparison's (paired,
+// crashed A, crashed B) and scorer s's (paired, failed A, failed B).
+func compareCounts(t *testing.T, a, b *Report, pairs, scorer [3]int) (*Comparison, *ScorerDelta) {
+	t.Helper()
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]int{c.Paired, c.CrashedA, c.CrashedB}; got != pairs {
+		t.Errorf("paired, crashed A, crashed B = %v, want %v", got, pairs)
+	}
+	d := c.Scorers.Get("s")
+	if got := [3]int{d.Paired, d.FailedA, d.FailedB}; got != scorer {
+		t.Errorf("scorer pairs, failed A, failed B = %v, want %v", got, scorer)
+	}
+	return c, d
+}
+
 // TestCompareCrashCountsAsFailure is the case: ten items that pass
 // in A and whose target crashes in B are ten failed pairs, not zero pairs.
 func TestCompareCrashCountsAsFailure(t *testing.T) {
@@ -313,17 +331,7 @@ func TestCompareCrashCountsAsFailure(t *testing.T) {
 	for i := range outsA {
 		outsA[i], outsB[i] = ok(1), crashed
 	}
-	c, err := Compare(outcomeReport("a", outsA...), outcomeReport("b", outsB...), CompareOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Paired != 10 || c.CrashedA != 0 || c.CrashedB != 10 {
-		t.Errorf("paired %d, crashed A %d, crashed B %d; want 10, 0, 10", c.Paired, c.CrashedA, c.CrashedB)
-	}
-	d := c.Scorers.Get("s")
-	if d.Paired != 10 || d.FailedA != 0 || d.FailedB != 10 {
-		t.Errorf("scorer pairs %d, failed A %d, failed B %d; want 10, 0, 10", d.Paired, d.FailedA, d.FailedB)
-	}
+	c, d := compareCounts(t, outcomeReport("a", outsA...), outcomeReport("b", outsB...), [3]int{10, 0, 10}, [3]int{10, 0, 10})
 	wantNum(t, "mean A", d.MeanA, 1)
 	wantNum(t, "mean B", d.MeanB, 0)
 	wantNum(t, "delta", d.Delta, -1)
@@ -348,18 +356,8 @@ func TestCompareCrashCountsAsFailure(t *testing.T) {
 func TestCompareMixedFailures(t *testing.T) {
 	a := outcomeReport("a", ok(1), ok(0.8), ok(0.6), ok(0.2), crashed)
 	b := outcomeReport("b", crashed, ok(0.8), scoreless, ok(0.9), crashed)
-	c, err := Compare(a, b, CompareOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// i4 crashed in both runs: paired, but no scorer compares it.
-	if c.Paired != 5 || c.CrashedA != 1 || c.CrashedB != 2 {
-		t.Errorf("paired %d, crashed A %d, crashed B %d; want 5, 1, 2", c.Paired, c.CrashedA, c.CrashedB)
-	}
-	d := c.Scorers.Get("s")
-	if d.Paired != 4 || d.FailedA != 0 || d.FailedB != 2 {
-		t.Errorf("scorer pairs %d, failed A %d, failed B %d; want 4, 0, 2", d.Paired, d.FailedA, d.FailedB)
-	}
+	c, d := compareCounts(t, a, b, [3]int{5, 1, 2}, [3]int{4, 0, 2})
 	// Differences: 0 − 1, 0.8 − 0.8, 0 − 0.6, 0.9 − 0.2.
 	wantNum(t, "mean A", d.MeanA, (1+0.8+0.6+0.2)/4)
 	wantNum(t, "mean B", d.MeanB, (0+0.8+0+0.9)/4)
