@@ -41,6 +41,21 @@ const (
 	ErrorCanceled ErrorKind = "canceled"
 )
 
+// Invalidf returns an error with the formatted message (%w wraps as in
+// fmt.Errorf) that matches [ErrInvalid] under errors.Is without appending
+// its text: people read "bad size \"abc\": want a whole number", not
+// "…: invalid".
+func Invalidf(format string, args ...any) error {
+	return &invalidError{err: fmt.Errorf(format, args...)}
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+
+// Unwrap returns the formatted error and ErrInvalid.
+func (e *invalidError) Unwrap() []error { return []error{e.err, ErrInvalid} }
+
 // Error is a classified error of a target, a scorer or a model call.
 type Error struct {
 	Kind ErrorKind
@@ -55,13 +70,15 @@ type Error struct {
 }
 
 // Error returns the message of the wrapped error, prefixed by the HTTP
-// status when there is one.
+// status when there is one and the wrapped error does not already say it
+// (an *Error re-wrapped with more context keeps one "HTTP 500:", not two).
 func (e *Error) Error() string {
 	msg := "unknown error"
 	if e.Err != nil {
 		msg = e.Err.Error()
 	}
-	if e.StatusCode != 0 {
+	var inner *Error
+	if e.StatusCode != 0 && !(errors.As(e.Err, &inner) && inner.StatusCode != 0) {
 		return fmt.Sprintf("HTTP %d: %s", e.StatusCode, msg)
 	}
 	return msg

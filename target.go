@@ -85,6 +85,17 @@ func Int64(v int64) *int64 { return &v }
 // Float64 returns a pointer to v, for building a [Usage].
 func Float64(v float64) *float64 { return &v }
 
+// Replayer is implemented by targets that return outputs recorded earlier
+// instead of calling a system (evalrun run --outputs). The engine records
+// no latency for their results: the time to look an output up says
+// nothing about the system that produced it, so reports count it as not
+// reported.
+type Replayer interface {
+	Target
+	// Replays is a marker; it is never called.
+	Replays()
+}
+
 // Closer is implemented by targets and scorers that hold resources (a
 // process pool, an HTTP client) to release after a run.
 type Closer interface {

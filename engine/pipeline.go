@@ -113,7 +113,7 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 		StartedAt: clock.Now(),
 	}
 	if ctx.Err() != nil {
-		res.Error, res.ErrorKind = "run cancelled before the item started", evalrun.ErrorCanceled
+		res.Error, res.ErrorKind = "run canceled before the item started", evalrun.ErrorCanceled
 		return res
 	}
 
@@ -148,11 +148,14 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	res.RetryCount = max(attempts-1, 0)
 	res.CompletedAt = clock.Now()
 	res.Latency = res.CompletedAt.Sub(res.StartedAt)
+	if _, replayed := p.target.(evalrun.Replayer); replayed {
+		res.Latency = 0 // not measured: see evalrun.Replayer
+	}
 
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			res.Error, res.ErrorKind = "cancelled: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+			res.Error, res.ErrorKind = "canceled: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
 		case errors.Is(context.Cause(itemCtx), ErrItemTimeout):
 			res.Error = fmt.Sprintf("item timed out after %s (%d attempt%s)", p.opts.ItemTimeout, attempts, plural(attempts))
 			res.ErrorKind = evalrun.ErrorTimeout
@@ -180,7 +183,7 @@ func (p *Pipeline) scoreResult(ctx context.Context, res *evalrun.ItemResult, ite
 	scores, cut := p.score(ctx, item, res.Output)
 	if cut {
 		res.Output, res.CacheHit = nil, false
-		res.Error, res.ErrorKind = "cancelled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
+		res.Error, res.ErrorKind = "canceled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
 		return res
 	}
 	res.Scores = scores

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/evalrun/evalrun"
 )
@@ -481,16 +482,19 @@ func (b *Builder) Report() *Report {
 		c := run.Concurrency
 		rs.Concurrency = &c
 	}
+	// Times at microsecond precision, what every store keeps: the report
+	// of a finished run is then the same bytes whether it was built from
+	// the engine's record or read back from the store.
 	if !run.StartedAt.IsZero() {
-		t := run.StartedAt
+		t := run.StartedAt.Truncate(time.Microsecond)
 		rs.StartedAt = &t
 	}
 	if !run.CompletedAt.IsZero() {
-		t := run.CompletedAt
+		t := run.CompletedAt.Truncate(time.Microsecond)
 		rs.CompletedAt = &t
 	}
 	if rs.StartedAt != nil && rs.CompletedAt != nil {
-		d := run.CompletedAt.Sub(run.StartedAt).Milliseconds()
+		d := rs.CompletedAt.Sub(*rs.StartedAt).Milliseconds()
 		rs.DurationMS = &d
 	}
 

@@ -46,6 +46,10 @@ type Comparison struct {
 	Method CompareMethod `json:"method"`
 	// Paired is the number of (item id, repeat) pairs found in both runs.
 	Paired int `json:"paired"`
+	// CrashedA and CrashedB count the pairs whose target failed in A, in
+	// B. Such a pair is compared as a failure (score 0) of every scorer.
+	CrashedA int `json:"crashed_a"`
+	CrashedB int `json:"crashed_b"`
 	// OnlyA and OnlyB list the item ids (with "#repeat" when > 0) present
 	// in one run only, in that run's order; never nil.
 	OnlyA []string `json:"only_a"`
@@ -56,6 +60,10 @@ type Comparison struct {
 	// changed, in A's item order then scorer order; never nil.
 	Regressed []ItemChange `json:"regressed"`
 	Improved  []ItemChange `json:"improved"`
+	// Warnings says when the pairing makes the comparison empty (the runs
+	// share no items) or partial (the runs are of different datasets);
+	// never nil.
+	Warnings []string `json:"warnings"`
 }
 
 // RunRef identifies a compared run.
@@ -77,12 +85,19 @@ type CompareMethod struct {
 	Alpha float64 `json:"alpha"`
 }
 
-// ScorerDelta compares one scorer over the paired items both runs scored.
+// ScorerDelta compares one scorer over the paired items. A pair counts
+// when at least one run scored it; a run whose target or scorer failed on
+// the item counts as a failure there (score 0, not passed), so a crash in
+// B is a regression in the numbers, not a pair left out.
 type ScorerDelta struct {
 	// Name is the key of the JSON object.
 	Name string `json:"-"`
-	// Paired is the number of pairs where both runs have a score.
+	// Paired is the number of pairs where at least one run has a score.
 	Paired int `json:"paired"`
+	// FailedA and FailedB count the pairs counted as a failure (score 0)
+	// because A, B had no score (its target or scorer failed).
+	FailedA int `json:"failed_a"`
+	FailedB int `json:"failed_b"`
 	// MeanA and MeanB are the means over those pairs; Delta = MeanB −
 	// MeanA. All numbers are nil when Paired is 0.
 	MeanA *float64 `json:"mean_a"`
@@ -96,7 +111,10 @@ type ScorerDelta struct {
 	PValue *float64 `json:"p_value"`
 	// Significant is true when PValue < alpha and the interval excludes 0.
 	Significant bool `json:"significant"`
-	// PassRateA and PassRateB are the pass rates over the pairs.
+	// PassRateA and PassRateB are the share of the pairs that passed in A,
+	// in B (a failure does not pass). PassRateA equals run A's own pass
+	// rate when every item paired and A had no failures; A's report
+	// leaves failed items out of its pass rate.
 	PassRateA *float64 `json:"pass_rate_a"`
 	PassRateB *float64 `json:"pass_rate_b"`
 	// Regressed and Improved count the scorer's entries in the lists.
@@ -160,115 +178,279 @@ type pairKey struct {
 	repeat int
 }
 
+// cmpSide is one run reduced to what a comparison needs, so that two large
+// runs compare in memory proportional to their item count, never to their
+// inputs or outputs: per result its key, the target's error and one
+// verdict per scorer.
+type cmpSide struct {
+	ref     RunRef
+	names   []string
+	scorerN map[string]int
+	rows    []cmpRow
+}
+
+// cmpRow is one result of a [cmpSide].
+type cmpRow struct {
+	id     string
+	repeat int
+	// targetErr is the target's error, nil when it succeeded.
+	targetErr *string
+	// verdicts is indexed like the side's names; shorter when a scorer
+	// first appeared after this row.
+	verdicts []cmpVerdict
+}
+
+// cmpVerdict is one scorer's outcome on one result.
+type cmpVerdict struct {
+	// recorded: the result has an entry for the scorer.
+	recorded bool
+	scored   bool
+	score    float64
+	passed   bool
+	// err is the scorer's error when it recorded no score.
+	err *string
+}
+
+func newCmpSide(ref RunRef, names []string) *cmpSide {
+	s := &cmpSide{ref: ref, scorerN: map[string]int{}}
+	for _, n := range names {
+		s.scorer(n)
+	}
+	return s
+}
+
+// scorer returns the index of the named scorer, adding it when new.
+func (s *cmpSide) scorer(name string) int {
+	if i, ok := s.scorerN[name]; ok {
+		return i
+	}
+	s.scorerN[name] = len(s.names)
+	s.names = append(s.names, name)
+	return len(s.names) - 1
+}
+
+// addResult keeps what a comparison needs of r and nothing else: its
+// inputs and outputs are not retained.
+func (s *cmpSide) addResult(r *evalrun.ItemResult) {
+	row := cmpRow{id: resultID(r), repeat: r.Repeat, verdicts: make([]cmpVerdict, len(s.names))}
+	if r.Failed() {
+		msg := r.Error
+		row.targetErr = &msg
+	}
+	for k := range r.Scores {
+		sr := &r.Scores[k]
+		j := s.scorer(sr.Scorer)
+		for len(row.verdicts) <= j {
+			row.verdicts = append(row.verdicts, cmpVerdict{})
+		}
+		v := cmpVerdict{recorded: true}
+		if sr.Score != nil {
+			v.scored, v.score, v.passed = true, *sr.Score, sr.Passed
+		} else {
+			msg := scoreError(sr)
+			v.err = &msg
+		}
+		row.verdicts[j] = v
+	}
+	s.rows = append(s.rows, row)
+}
+
+// sideOfReport reduces a report with its item rows to a [cmpSide].
+func sideOfReport(r *Report) *cmpSide {
+	s := newCmpSide(runRef(r), r.ScorerNames())
+	s.rows = make([]cmpRow, 0, len(r.Items))
+	for i := range r.Items {
+		it := &r.Items[i]
+		row := cmpRow{id: it.ID, repeat: it.Repeat, targetErr: it.Error, verdicts: make([]cmpVerdict, len(s.names))}
+		for k := range it.Scores {
+			sc := &it.Scores[k]
+			j := s.scorer(sc.Scorer)
+			for len(row.verdicts) <= j {
+				row.verdicts = append(row.verdicts, cmpVerdict{})
+			}
+			v := cmpVerdict{recorded: true, err: sc.Error}
+			if sc.Score != nil {
+				v.scored, v.score, v.passed = true, *sc.Score, sc.Passed
+			}
+			row.verdicts[j] = v
+		}
+		s.rows = append(s.rows, row)
+	}
+	return s
+}
+
+// sideOfStore reads a stored run into a [cmpSide], streaming its results:
+// each result's payloads are dropped as soon as its verdicts are copied.
+func sideOfStore(ctx context.Context, store evalrun.RunStore, runID string) (*cmpSide, error) {
+	run, err := store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("compare: run %s: %w", runID, err)
+	}
+	names := make([]string, len(run.Scorers))
+	for i, sc := range run.Scorers {
+		names[i] = sc.Name
+	}
+	s := newCmpSide(RunRef{ID: run.ID, Name: run.Name, Dataset: DatasetRef{Name: run.Dataset, Version: run.DatasetVersion}}, names)
+	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+		s.addResult(r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare: results of run %s: %w", runID, err)
+	}
+	return s, nil
+}
+
+// verdict returns the side's outcome for scorer j (its own index, -1 when
+// the run has no such scorer) on row r. present is false when the run does
+// not have the scorer; a result whose target failed, or that recorded no
+// score, counts as a failure (score 0, not passed).
+func (r *cmpRow) verdict(j int) (v cmpVerdict, present bool) {
+	if j < 0 {
+		return cmpVerdict{}, false
+	}
+	if j < len(r.verdicts) && r.verdicts[j].recorded {
+		return r.verdicts[j], true
+	}
+	if r.targetErr != nil {
+		msg := "target: " + *r.targetErr
+		return cmpVerdict{err: &msg}, true
+	}
+	msg := "no score"
+	return cmpVerdict{err: &msg}, true
+}
+
 // Compare compares run b against run a. Items are paired by (item id,
-// repeat); per scorer it gives the mean delta over the pairs both runs
-// scored with a paired bootstrap interval (fixed seed, reproducible) and an
-// exact sign-test p-value, and it lists the items that regressed or
-// improved. Both reports need their item rows ([ErrNoItems] otherwise).
+// repeat). Per scorer it gives the mean delta over the pairs with a paired
+// bootstrap interval (fixed seed, reproducible), an exact sign-test
+// p-value and both pass rates; a pair counts when at least one run scored
+// it, and the side whose target or scorer failed counts as a failure
+// (score 0, not passed). It lists the items that regressed or improved.
+// Both reports need their item rows ([ErrNoItems] otherwise). To compare
+// stored runs without holding their outputs, use [CompareStore].
 func Compare(a, b *Report, opts CompareOptions) (*Comparison, error) {
 	if a.Items == nil || b.Items == nil {
 		return nil, ErrNoItems
 	}
+	return compareSides(sideOfReport(a), sideOfReport(b), opts), nil
+}
+
+// CompareStore compares two stored runs (b against a) as [Compare] does,
+// streaming their results: memory grows with the number of results and
+// scorers, not with the size of inputs and outputs. Errors are the
+// store's (evalrun.ErrNotFound for an unknown run) or ctx's.
+func CompareStore(ctx context.Context, store evalrun.RunStore, runA, runB string, opts CompareOptions) (*Comparison, error) {
+	a, err := sideOfStore(ctx, store, runA)
+	if err != nil {
+		return nil, err
+	}
+	b, err := sideOfStore(ctx, store, runB)
+	if err != nil {
+		return nil, err
+	}
+	return compareSides(a, b, opts), nil
+}
+
+func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 	o := opts.withDefaults()
 	c := &Comparison{
 		SchemaVersion: CompareSchemaVersion,
-		A:             runRef(a),
-		B:             runRef(b),
+		A:             a.ref,
+		B:             b.ref,
 		Method: CompareMethod{Interval: "paired bootstrap (percentile)", Confidence: 1 - o.Alpha,
 			Resamples: o.Resamples, Seed: o.Seed, Test: "exact two-sided sign test", Alpha: o.Alpha},
 		OnlyA:     []string{},
 		OnlyB:     []string{},
 		Regressed: []ItemChange{},
 		Improved:  []ItemChange{},
+		Warnings:  []string{},
 	}
 
-	inB := make(map[pairKey]*ItemRow, len(b.Items))
-	for i := range b.Items {
-		k := pairKey{b.Items[i].ID, b.Items[i].Repeat}
+	inB := make(map[pairKey]int, len(b.rows))
+	for i := range b.rows {
+		k := pairKey{b.rows[i].id, b.rows[i].repeat}
 		if _, dup := inB[k]; !dup {
-			inB[k] = &b.Items[i]
+			inB[k] = i
 		}
 	}
 	// Scorers of A, then those only in B; verdict changes are listed only
 	// for scorers both runs have (a removed scorer is no regression).
-	names, namesB := a.ScorerNames(), b.ScorerNames()
-	inBoth := make([]bool, len(names))
-	for j, n := range names {
-		inBoth[j] = slices.Contains(namesB, n)
-	}
-	for _, n := range namesB {
+	names := slices.Clone(a.names)
+	for _, n := range b.names {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
-			inBoth = append(inBoth, false)
 		}
 	}
+	ja, jb := make([]int, len(names)), make([]int, len(names))
+	for j, n := range names {
+		ja[j], jb[j] = sideIndex(a, n), sideIndex(b, n)
+	}
 	type acc struct {
-		sa, sb, diffs []float64
-		passA, passB  int
+		sa, sb, diffs    []float64
+		passA, passB     int
+		failedA, failedB int
 	}
 	accs := make([]acc, len(names))
-	paired := make(map[pairKey]bool, len(a.Items))
-	for i := range a.Items {
-		ra := &a.Items[i]
-		k := pairKey{ra.ID, ra.Repeat}
-		rb, ok := inB[k]
-		if !ok || paired[k] {
+	paired := make([]bool, len(b.rows))
+	for i := range a.rows {
+		ra := &a.rows[i]
+		bi, ok := inB[pairKey{ra.id, ra.repeat}]
+		if !ok || paired[bi] {
 			if !ok {
-				c.OnlyA = append(c.OnlyA, itemKey(ra))
+				c.OnlyA = append(c.OnlyA, keyText(ra.id, ra.repeat))
 			}
 			continue
 		}
-		paired[k] = true
+		rb := &b.rows[bi]
+		paired[bi] = true
 		c.Paired++
+		if ra.targetErr != nil {
+			c.CrashedA++
+		}
+		if rb.targetErr != nil {
+			c.CrashedB++
+		}
 		for j, name := range names {
-			va, vb := ra.Scores.Get(name), rb.Scores.Get(name)
-			passA := va != nil && va.Score != nil && va.Passed
-			passB := vb != nil && vb.Score != nil && vb.Passed
-			if va != nil && va.Score != nil && vb != nil && vb.Score != nil {
-				ac := &accs[j]
-				ac.sa = append(ac.sa, *va.Score)
-				ac.sb = append(ac.sb, *vb.Score)
-				ac.diffs = append(ac.diffs, *vb.Score-*va.Score)
-				if passA {
-					ac.passA++
-				}
-				if passB {
-					ac.passB++
-				}
+			va, okA := ra.verdict(ja[j])
+			vb, okB := rb.verdict(jb[j])
+			if !okA || !okB {
+				continue // a scorer of one run only: nothing to pair, no change
 			}
-			if passA == passB || !inBoth[j] {
+			if va.scored || vb.scored {
+				ac := &accs[j]
+				ac.sa = append(ac.sa, va.score)
+				ac.sb = append(ac.sb, vb.score)
+				ac.diffs = append(ac.diffs, vb.score-va.score)
+				ac.passA += b2i(va.passed)
+				ac.passB += b2i(vb.passed)
+				ac.failedA += b2i(!va.scored)
+				ac.failedB += b2i(!vb.scored)
+			}
+			if va.passed == vb.passed {
 				continue
 			}
-			ch := ItemChange{ItemID: ra.ID, Repeat: ra.Repeat, Scorer: name, PassedA: passA, PassedB: passB}
-			if va != nil {
-				ch.ScoreA = va.Score
+			ch := ItemChange{ItemID: ra.id, Repeat: ra.repeat, Scorer: name, PassedA: va.passed, PassedB: vb.passed,
+				ScoreA: scorePtr(va), ScoreB: scorePtr(vb)}
+			if !vb.scored {
+				ch.ErrorB = vb.err
 			}
-			if vb != nil {
-				ch.ScoreB = vb.Score
-				ch.ErrorB = vb.Error
-			}
-			if vb == nil && rb.Error != nil {
-				msg := "target: " + *rb.Error
-				ch.ErrorB = &msg
-			}
-			if passA {
+			if va.passed {
 				c.Regressed = append(c.Regressed, ch)
 			} else {
 				c.Improved = append(c.Improved, ch)
 			}
 		}
 	}
-	for i := range b.Items {
-		rb := &b.Items[i]
-		if !paired[pairKey{rb.ID, rb.Repeat}] {
-			c.OnlyB = append(c.OnlyB, itemKey(rb))
+	for i := range b.rows {
+		if !paired[i] {
+			c.OnlyB = append(c.OnlyB, keyText(b.rows[i].id, b.rows[i].repeat))
 		}
 	}
 
 	c.Scorers = make(DeltaTable, len(names))
 	for j, name := range names {
 		ac := &accs[j]
-		d := ScorerDelta{Name: name, Paired: len(ac.diffs)}
+		d := ScorerDelta{Name: name, Paired: len(ac.diffs), FailedA: ac.failedA, FailedB: ac.failedB}
 		if n := len(ac.diffs); n > 0 {
 			ma, mb := meanOf(ac.sa), meanOf(ac.sb)
 			delta := meanOf(ac.diffs)
@@ -289,32 +471,60 @@ func Compare(a, b *Report, opts CompareOptions) (*Comparison, error) {
 	for _, ch := range c.Improved {
 		c.Scorers.Get(ch.Scorer).Improved++
 	}
-	return c, nil
+	c.Warnings = pairingWarnings(c, len(a.rows), len(b.rows))
+	return c
 }
 
-// CompareStore compares two stored runs (b against a), building both
-// reports with their item rows from store.
-func CompareStore(ctx context.Context, store evalrun.RunStore, runA, runB string, opts CompareOptions) (*Comparison, error) {
-	a, err := FromStore(ctx, store, runA)
-	if err != nil {
-		return nil, err
+// pairingWarnings says when the pairing leaves the comparison meaningless
+// (no shared item) or partial (different datasets).
+func pairingWarnings(c *Comparison, resultsA, resultsB int) []string {
+	da, db := c.A.Dataset, c.B.Dataset
+	side := func(d DatasetRef, results int) string {
+		return fmt.Sprintf("dataset %s v%d (%d result%s)", d.Name, d.Version, results, plural(results))
 	}
-	b, err := FromStore(ctx, store, runB)
-	if err != nil {
-		return nil, err
+	switch {
+	case c.Paired == 0:
+		return []string{fmt.Sprintf("runs share no items: A is %s, B is %s; nothing was compared",
+			side(da, resultsA), side(db, resultsB))}
+	case da != db:
+		return []string{fmt.Sprintf("runs are of different dataset versions: A is dataset %s v%d, B is dataset %s v%d; only the items in both (%d, by id and repeat) are compared",
+			da.Name, da.Version, db.Name, db.Version, c.Paired)}
 	}
-	return Compare(a, b, opts)
+	return []string{}
+}
+
+func sideIndex(s *cmpSide, name string) int {
+	if i, ok := s.scorerN[name]; ok {
+		return i
+	}
+	return -1
+}
+
+func scorePtr(v cmpVerdict) *float64 {
+	if !v.scored {
+		return nil
+	}
+	x := v.score
+	return &x
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func runRef(r *Report) RunRef {
 	return RunRef{ID: r.Run.ID, Name: r.Run.Name, Dataset: r.Run.Dataset}
 }
 
-func itemKey(r *ItemRow) string {
-	if r.Repeat > 0 {
-		return fmt.Sprintf("%s#%d", r.ID, r.Repeat)
+// keyText is an item's key as listed: its id, with "#repeat" when > 0.
+func keyText(id string, repeat int) string {
+	if repeat > 0 {
+		return fmt.Sprintf("%s#%d", id, repeat)
 	}
-	return r.ID
+	return id
 }
 
 // meanOf is the mean summed in the given (pairing) order.

@@ -33,11 +33,15 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison, opts MarkdownOptions) e
 	p("## evalrun compare\n\n")
 	p("**A:** %s, %s v%d  \n**B:** %s, %s v%d\n\n", name(c.A), mdEscape(c.A.Dataset.Name), c.A.Dataset.Version,
 		name(c.B), mdEscape(c.B.Dataset.Name), c.B.Dataset.Version)
-	p("%d items paired; %d only in A; %d only in B.\n\n", c.Paired, len(c.OnlyA), len(c.OnlyB))
+	for _, w := range c.Warnings {
+		p("> **Warning:** %s\n\n", mdEscape(w))
+	}
+	p("%d items paired (target failed: %d in A, %d in B); %d only in A; %d only in B.\n\n",
+		c.Paired, c.CrashedA, c.CrashedB, len(c.OnlyA), len(c.OnlyB))
 	if len(c.Scorers) > 0 {
-		p("| scorer | pairs | mean A | mean B | Δ (B − A) | %.0f%% CI | p-value | pass A | pass B | regressed | improved |\n",
+		p("| scorer | pairs | failed A / B | mean A | mean B | Δ (B − A) | %.0f%% CI | p-value | pass A | pass B | regressed | improved |\n",
 			c.Method.Confidence*100)
-		p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, d := range c.Scorers {
 			delta := ptrValue(d.Delta, "%+.3f")
 			if d.Significant {
@@ -47,11 +51,12 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison, opts MarkdownOptions) e
 			if d.CILow != nil {
 				ci = fmt.Sprintf("[%+.3f, %+.3f]", *d.CILow, *d.CIHigh)
 			}
-			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", mdEscape(d.Name), d.Paired,
+			p("| %s | %d | %d / %d | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", mdEscape(d.Name), d.Paired, d.FailedA, d.FailedB,
 				ptrValue(d.MeanA, "%.3f"), ptrValue(d.MeanB, "%.3f"), delta, ci, pValueText(d.PValue),
 				percent(d.PassRateA), percent(d.PassRateB), d.Regressed, d.Improved)
 		}
-		p("\nΔ in bold: significant (p < %s and the interval excludes 0). %s; %s, %d resamples, seed %d.\n\n",
+		p("\nPairs: the paired items at least one run scored; a run whose target or scorer failed on an item counts as a failure there (score 0, not passed; \"failed A / B\"). Means, Δ and pass rates are over those pairs.\n")
+		p("Δ in bold: significant (p < %s and the interval excludes 0). %s; %s, %d resamples, seed %d.\n\n",
 			strconv.FormatFloat(c.Method.Alpha, 'g', -1, 64), c.Method.Test, c.Method.Interval, c.Method.Resamples, c.Method.Seed)
 	}
 	limit := opts.MaxFailures

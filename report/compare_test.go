@@ -2,13 +2,16 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/inmem"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -169,13 +172,20 @@ func TestComparePairingAndVerdicts(t *testing.T) {
 	if diff := cmp.Diff([]change{{"q2", "judge"}, {"q5", "exact"}, {"q6", "judge"}}, imp, cmp.AllowUnexported(change{})); diff != "" {
 		t.Errorf("improved (-want +got):\n%s", diff)
 	}
-	// judge pairs with both scores: q2, q4, q6.
+	// judge pairs with a score in at least one run: q2, q3 (B's target
+	// failed: 0), q4, q6; q5 has none in either (A's target failed, B has
+	// no judge score).
 	j := c.Scorers.Get("judge")
-	if j.Paired != 3 {
-		t.Errorf("judge pairs = %d, want 3", j.Paired)
+	if j.Paired != 4 || j.FailedA != 0 || j.FailedB != 1 {
+		t.Errorf("judge pairs = %d, failed A/B %d/%d; want 4, 0/1", j.Paired, j.FailedA, j.FailedB)
 	}
-	wantNum(t, "judge mean A", j.MeanA, (0.5+1+sub(0.7, 0.4))/3)
-	wantNum(t, "judge mean B", j.MeanB, (0.9+1+0.9)/3)
+	wantNum(t, "judge mean A", j.MeanA, (0.5+0.75+1+sub(0.7, 0.4))/4)
+	wantNum(t, "judge mean B", j.MeanB, (0.9+0+1+0.9)/4)
+	wantNum(t, "judge pass A", j.PassRateA, 2.0/4) // q3, q4 at ≥ 0.7
+	wantNum(t, "judge pass B", j.PassRateB, 3.0/4) // q2, q4, q6
+	if c.CrashedA != 1 || c.CrashedB != 1 {
+		t.Errorf("crashed A/B = %d/%d, want 1/1 (q5 in A, q3 in B)", c.CrashedA, c.CrashedB)
+	}
 	if br := c.Scorers.Get("broken"); br.Paired != 0 || br.Delta != nil || br.PValue != nil || br.CILow != nil {
 		t.Errorf("broken (never scored) = %+v, want nulls", br)
 	}
@@ -248,5 +258,195 @@ func TestResamplesFor(t *testing.T) {
 		if r := resamplesFor(tt.want, tt.n); r != tt.got {
 			t.Errorf("resamplesFor(%d, %d) = %d, want %d", tt.want, tt.n, r, tt.got)
 		}
+	}
+}
+
+// outcome is one item's result in a hand-made comparison: a score, a
+// target crash or a scorer error.
+type outcome struct {
+	score     float64
+	crash     bool
+	scorerErr bool
+}
+
+func ok(v float64) outcome { return outcome{score: v} }
+
+var (
+	crashed   = outcome{crash: true}
+	scoreless = outcome{scorerErr: true}
+)
+
+// outcomeRun builds a report of items "i0".."iN" of dataset d v1 with one
+// scorer "s" (threshold 0.5).
+func outcomeRun(id, dataset string, version int, prefix string, outs ...outcome) (*evalrun.Run, []*evalrun.ItemResult) {
+	run := &evalrun.Run{ID: id, Name: "cmp", Dataset: dataset, DatasetVersion: version, Status: evalrun.RunCompleted,
+		Total: len(outs), Scorers: []evalrun.ScorerInfo{{Name: "s", Threshold: 0.5}}}
+	rs := make([]*evalrun.ItemResult, len(outs))
+	for i, o := range outs {
+		iid := fmt.Sprintf("%s%d", prefix, i)
+		r := &evalrun.ItemResult{RunID: id, Index: i, ItemID: iid, Item: &evalrun.Item{ID: iid, Input: evalrun.String(iid)}}
+		switch {
+		case o.crash:
+			r.Error, r.ErrorKind = "boom", evalrun.ErrorPermanent
+		case o.scorerErr:
+			r.Output = evalrun.String("o")
+			r.Scores = []evalrun.ScorerResult{{Scorer: "s", Error: "bad json", ErrorKind: evalrun.ErrorPermanent}}
+		default:
+			v := o.score
+			r.Output = evalrun.String("o")
+			r.Scores = []evalrun.ScorerResult{{Scorer: "s", Score: &v, Passed: v >= 0.5}}
+		}
+		rs[i] = r
+	}
+	return run, rs
+}
+
+func outcomeReport(id string, outs ...outcome) *Report {
+	run, rs := outcomeRun(id, "d", 1, "i", outs...)
+	return Build(run, rs)
+}
+
+// compareCounts compares b against a and checks the comparison's (paired,
+// crashed A, crashed B) and scorer s's (paired, failed A, failed B).
+func compareCounts(t *testing.T, a, b *Report, pairs, scorer [3]int) (*Comparison, *ScorerDelta) {
+	t.Helper()
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]int{c.Paired, c.CrashedA, c.CrashedB}; got != pairs {
+		t.Errorf("paired, crashed A, crashed B = %v, want %v", got, pairs)
+	}
+	d := c.Scorers.Get("s")
+	if got := [3]int{d.Paired, d.FailedA, d.FailedB}; got != scorer {
+		t.Errorf("scorer pairs, failed A, failed B = %v, want %v", got, scorer)
+	}
+	return c, d
+}
+
+// TestCompareCrashCountsAsFailure is the case: ten items that pass
+// in A and whose target crashes in B are ten failed pairs, not zero pairs.
+func TestCompareCrashCountsAsFailure(t *testing.T) {
+	outsA, outsB := make([]outcome, 10), make([]outcome, 10)
+	for i := range outsA {
+		outsA[i], outsB[i] = ok(1), crashed
+	}
+	c, d := compareCounts(t, outcomeReport("a", outsA...), outcomeReport("b", outsB...), [3]int{10, 0, 10}, [3]int{10, 0, 10})
+	wantNum(t, "mean A", d.MeanA, 1)
+	wantNum(t, "mean B", d.MeanB, 0)
+	wantNum(t, "delta", d.Delta, -1)
+	wantNum(t, "ci low", d.CILow, -1) // every difference is −1
+	wantNum(t, "ci high", d.CIHigh, -1)
+	wantNum(t, "p-value", d.PValue, 2*math.Pow(0.5, 10)) // 10 of 10 negative
+	wantNum(t, "pass A", d.PassRateA, 1)
+	wantNum(t, "pass B", d.PassRateB, 0)
+	if !d.Significant || d.Regressed != 10 || len(c.Regressed) != 10 {
+		t.Errorf("significant %v, regressed %d/%d; want true, 10", d.Significant, d.Regressed, len(c.Regressed))
+	}
+	if x := c.Regressed[0]; x.ErrorB == nil || *x.ErrorB != "target: boom" || x.ScoreB != nil || x.ScoreA == nil {
+		t.Errorf("first regression = %+v", x)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings = %q, want none", c.Warnings)
+	}
+}
+
+// TestCompareMixedFailures: target and scorer failures on either side,
+// hand-computed.
+func TestCompareMixedFailures(t *testing.T) {
+	a := outcomeReport("a", ok(1), ok(0.8), ok(0.6), ok(0.2), crashed)
+	b := outcomeReport("b", crashed, ok(0.8), scoreless, ok(0.9), crashed)
+	// i4 crashed in both runs: paired, but no scorer compares it.
+	c, d := compareCounts(t, a, b, [3]int{5, 1, 2}, [3]int{4, 0, 2})
+	// Differences: 0 − 1, 0.8 − 0.8, 0 − 0.6, 0.9 − 0.2.
+	wantNum(t, "mean A", d.MeanA, (1+0.8+0.6+0.2)/4)
+	wantNum(t, "mean B", d.MeanB, (0+0.8+0+0.9)/4)
+	wantNum(t, "delta", d.Delta, (-1+0-0.6+0.7)/4)
+	wantNum(t, "p-value", d.PValue, 1) // one up, two down: 2·(1+3)/8 capped
+	wantNum(t, "pass A", d.PassRateA, 3.0/4)
+	wantNum(t, "pass B", d.PassRateB, 2.0/4)
+	type change struct{ id, err string }
+	var reg []change
+	for _, x := range c.Regressed {
+		reg = append(reg, change{x.ItemID, strOr(x.ErrorB, "")})
+	}
+	if diff := cmp.Diff([]change{{"i0", "target: boom"}, {"i2", "bad json"}}, reg, cmp.AllowUnexported(change{})); diff != "" {
+		t.Errorf("regressed (-want +got):\n%s", diff)
+	}
+	if len(c.Improved) != 1 || c.Improved[0].ItemID != "i3" {
+		t.Errorf("improved = %+v, want i3", c.Improved)
+	}
+}
+
+// TestCompareNoSharedItems: runs of different datasets pair nothing and say
+// so instead of showing an empty table.
+func TestCompareNoSharedItems(t *testing.T) {
+	runA, rsA := outcomeRun("a", "faq", 1, "f", ok(1), ok(1))
+	runB, rsB := outcomeRun("b", "chat", 2, "c", ok(1), ok(1), ok(0))
+	c, err := Compare(Build(runA, rsA), Build(runB, rsB), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"runs share no items: A is dataset faq v1 (2 results), B is dataset chat v2 (3 results); nothing was compared"}
+	if c.Paired != 0 || !cmp.Equal(c.Warnings, want) {
+		t.Errorf("paired %d, warnings %q; want 0, %q", c.Paired, c.Warnings, want)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMarkdown(&md, c, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(md.Bytes(), []byte("**Warning:** runs share no items: A is dataset faq v1")) {
+		t.Errorf("markdown lacks the warning:\n%s", md.String())
+	}
+	// Different datasets that share some ids: compared, with a warning.
+	runB2, rsB2 := outcomeRun("b", "faq", 2, "f", ok(1))
+	c, _ = Compare(Build(runA, rsA), Build(runB2, rsB2), CompareOptions{})
+	if c.Paired != 1 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "different dataset versions: A is dataset faq v1, B is dataset faq v2; only the items in both (1,") {
+		t.Errorf("paired %d, warnings %q", c.Paired, c.Warnings)
+	}
+}
+
+// TestCompareStoreMatchesCompare: the streaming comparison of stored runs
+// equals the comparison of their full reports.
+func TestCompareStoreMatchesCompare(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	t.Cleanup(func() { st.Close() })
+	runA, rsA := outcomeRun("a", "d", 1, "i", ok(1), ok(0.8), ok(0.6), ok(0.2), crashed)
+	runB, rsB := outcomeRun("b", "d", 1, "i", crashed, ok(0.8), scoreless, ok(0.9), crashed, ok(1))
+	items := make([]*evalrun.Item, len(rsB))
+	for i, r := range rsB {
+		items[i] = r.Item
+	}
+	if _, _, err := st.ImportDataset(ctx, "d", items); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		run *evalrun.Run
+		rs  []*evalrun.ItemResult
+	}{{runA, rsA}, {runB, rsB}} {
+		if err := st.CreateRun(ctx, x.run); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.WriteResults(ctx, x.rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := CompareStore(ctx, st, "a", "b", CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Compare(Build(runA, rsA), Build(runB, rsB), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CompareStore differs from Compare (-reports +store):\n%s", diff)
+	}
+	if !cmp.Equal(got.OnlyB, []string{"i5"}) || got.CrashedB != 2 {
+		t.Errorf("only B %v, crashed B %d", got.OnlyB, got.CrashedB)
+	}
+	if _, err := CompareStore(ctx, st, "a", "nope", CompareOptions{}); !errors.Is(err, evalrun.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown run: %v", err)
 	}
 }

@@ -133,8 +133,8 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 		intText(u.Scorers.InputTokens.Total), u.Scorers.InputTokens.Reported)
 	p("| output tokens | %s | %d | %s | %d |\n", intText(u.OutputTokens.Total), u.OutputTokens.Reported,
 		intText(u.Scorers.OutputTokens.Total), u.Scorers.OutputTokens.Reported)
-	p("| cost (USD) | %s | %d | %s | %d |\n\n", ptrValue(u.CostUSD.Total, "%.4f"), u.CostUSD.Reported,
-		ptrValue(u.Scorers.CostUSD.Total, "%.4f"), u.Scorers.CostUSD.Reported)
+	p("| cost (USD) | %s | %d | %s | %d |\n\n", strings.TrimPrefix(usd(u.CostUSD.Total), "$"), u.CostUSD.Reported,
+		strings.TrimPrefix(usd(u.Scorers.CostUSD.Total), "$"), u.Scorers.CostUSD.Reported)
 	l := &u.LatencyMS
 	p("**Latency (ms):** mean %s · p50 %s · p95 %s · max %s (%d reported)\n\n",
 		ptrValue(l.Mean, "%.1f"), ptrValue(l.P50, "%.1f"), ptrValue(l.P95, "%.1f"), ptrValue(l.Max, "%.1f"), l.Reported)

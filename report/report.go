@@ -20,9 +20,10 @@ const SchemaVersion = 2
 // MinSchemaVersion is the oldest report version [ReadJSON] reads.
 const MinSchemaVersion = 1
 
-// CompareSchemaVersion is the version of the comparison JSON ([Comparison]),
-// which version 2 of the report did not change.
-const CompareSchemaVersion = 1
+// CompareSchemaVersion is the version of the comparison JSON ([Comparison]).
+// Version 2 counts a pair whose target or scorer failed on one side as a
+// failure of that side and adds crashed_a/b, failed_a/b and warnings.
+const CompareSchemaVersion = 2
 
 // HistogramBuckets is the number of histogram buckets: ten of width 0.1
 // over [0,1], the last one closed ([0.9, 1.0]).

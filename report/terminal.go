@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -157,7 +158,12 @@ func oneLine(s string) string {
 	}, s)
 }
 
-func usd(p *float64) string { return ptrValue(p, "$%.4f") }
+func usd(p *float64) string {
+	if p == nil || math.IsNaN(*p) {
+		return "—"
+	}
+	return FormatUSD(*p)
+}
 
 func msText(p *float64) string {
 	if p == nil {

@@ -33,7 +33,7 @@ const (
 
 // ErrCanceled is the cause recorded for a run cancelled through
 // [Coordinator.Cancel].
-var ErrCanceled = errors.New("run cancelled")
+var ErrCanceled = errors.New("run canceled")
 
 // CoordinatorOptions configure a [Coordinator]. The zero value is valid.
 type CoordinatorOptions struct {

@@ -305,9 +305,9 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 				reason := fmt.Sprintf("%s: %s on item %s: %s", engine.ErrStrict, s.Scorer, res.ItemID, s.Error)
 				bg := context.WithoutCancel(ctx)
 				if _, err := w.store.CancelRun(bg, a.RunID, reason); err != nil {
-					w.opts.Logger.Error("strict mode: run not cancelled", "run", a.RunID, "err", err)
+					w.opts.Logger.Error("strict mode: run not canceled", "run", a.RunID, "err", err)
 				} else if err := cancelJobs(bg, w.client, a.RunID); err != nil {
-					w.opts.Logger.Error("strict mode: jobs not cancelled", "run", a.RunID, "err", err)
+					w.opts.Logger.Error("strict mode: jobs not canceled", "run", a.RunID, "err", err)
 				}
 				break
 			}

@@ -177,7 +177,7 @@ func usdText(p *float64) string {
 	if p == nil {
 		return "—"
 	}
-	return "$" + strconv.FormatFloat(*p, 'f', 4, 64)
+	return report.FormatUSD(*p)
 }
 
 func int64Text(p *int64) string {

@@ -482,15 +482,9 @@ func (s *Server) compare(ctx context.Context, a, b *evalrun.Run) (*compareView, 
 	fp := reportFP(a) + "/" + reportFP(b)
 	return s.compares.get(ctx, s.bgCtx, a.ID+"\x00"+b.ID, fp, done, s.opts.RefreshInterval,
 		func(ctx context.Context) (*compareView, error) {
-			ra, err := report.FromStore(ctx, s.store, a.ID)
-			if err != nil {
-				return nil, err
-			}
-			rb, err := report.FromStore(ctx, s.store, b.ID)
-			if err != nil {
-				return nil, err
-			}
-			c, err := report.Compare(ra, rb, report.CompareOptions{})
+			// Stream the comparison, then read back only the outputs of the
+			// changed items shown: never both runs' outputs at once.
+			c, err := report.CompareStore(ctx, s.store, a.ID, b.ID, report.CompareOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -501,22 +495,40 @@ func (s *Server) compare(ctx context.Context, a, b *evalrun.Run) (*compareView, 
 					want[ch.ItemID+"#"+strconv.Itoa(ch.Repeat)] = true
 				}
 			}
-			for side, rep := range []*report.Report{ra, rb} {
-				for i := range rep.Items {
-					row := &rep.Items[i]
-					k := row.ID + "#" + strconv.Itoa(row.Repeat)
-					if want[k] {
-						pair := v.Sides[k]
-						if pair[side] == nil {
-							c := *row
-							pair[side] = &c
-						}
-						v.Sides[k] = pair
+			if len(want) == 0 {
+				return v, nil
+			}
+			for side, run := range []*evalrun.Run{a, b} {
+				var picked []*evalrun.ItemResult
+				err := s.store.ScanResults(ctx, run.ID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+					if want[compareKey(r)] {
+						picked = append(picked, r)
 					}
+					return ctx.Err()
+				})
+				if err != nil {
+					return nil, err
+				}
+				for _, row := range rowsOf(run, picked) {
+					k := row.ID + "#" + strconv.Itoa(row.Repeat)
+					pair := v.Sides[k]
+					if pair[side] == nil {
+						pair[side] = &row
+					}
+					v.Sides[k] = pair
 				}
 			}
 			return v, nil
 		})
+}
+
+// compareKey is a result's key in compareView.Sides.
+func compareKey(r *evalrun.ItemResult) string {
+	id := r.ItemID
+	if id == "" && r.Item != nil {
+		id = r.Item.ID
+	}
+	return id + "#" + strconv.Itoa(r.Repeat)
 }
 
 // compareRuns reads the runs ?a= and ?b= of r.

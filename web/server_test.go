@@ -211,7 +211,8 @@ func TestComparePage(t *testing.T) {
 	b := setup(t, Options{})
 	body := b.mustGet(t, "/compare?a="+runA+"&b="+runB, http.StatusOK).body
 	contains(t, "compare page", body, `id="deltas"`, "baseline", "candidate",
-		"6 paired items", `id="regressed"`, "-0.200", // exact: mean 1 → 0.8 over 5 pairs
+		// exact: mean 1 → 4/6 over 6 pairs, q4's failed target counting 0 in B.
+		"6 paired items (target failed: 0 in A, 1 in B)", `id="regressed"`, "-0.333",
 		"output 2 of aaaa", "output 2 of bbbb", "target: deadline exceeded after 30s",
 		"Improved <span class=\"count\">0</span>")
 

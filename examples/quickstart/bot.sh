@@ -5,7 +5,8 @@
 # output is the item's output (valid JSON stays JSON, anything else is text).
 # A non-zero exit status is an error of the item.
 #
-# Some answers are wrong on purpose, so the report has something to show.
+# Some answers are wrong on purpose, so the report has something to show:
+# they are low scores (data), not errors, so the run still passes its gate.
 read -r item
 question=$(printf '%s\n' "$item" | sed -n 's/.*"input":"\([^"]*\)".*/\1/p')
 
@@ -46,9 +47,5 @@ case "$question" in
 *"Say hello"*) echo "Hello!" ;;
 *"colour of the sky"*) echo "Blue" ;;
 *"opposite of hot"*) echo "cold" ;;
-*"crash"*)
-	echo "bot.sh: simulated crash on purpose" >&2
-	exit 3
-	;;
 *) echo "I don't know." ;;
 esac

@@ -335,12 +335,12 @@ func (e *judgeEstimate) write(w io.Writer) {
 	in := pr.Cost(e.inputTokens, 0)
 	if j.MaxTokens == 0 {
 		fmt.Fprintf(w, "judge %s estimated cost: %s for the input, plus the verdicts (unknown) at $%g / $%g per million input / output tokens (price)\n",
-			j.Scorer, money(in), pr.InputPerMTok, pr.OutputPerMTok)
+			j.Scorer, report.FormatUSD(in), pr.InputPerMTok, pr.OutputPerMTok)
 		return
 	}
 	outCost := pr.Cost(0, e.outputTokens)
 	fmt.Fprintf(w, "judge %s estimated cost: at most %s (input %s + output %s) at $%g / $%g per million input / output tokens (price)\n",
-		j.Scorer, money(in+outCost), money(in), money(outCost), pr.InputPerMTok, pr.OutputPerMTok)
+		j.Scorer, report.FormatUSD(in+outCost), report.FormatUSD(in), report.FormatUSD(outCost), pr.InputPerMTok, pr.OutputPerMTok)
 }
 
 // writeCost prints the token and cost estimates, saying what they assume.
@@ -380,15 +380,7 @@ func (p *dryRunPlan) writeCost(w io.Writer) {
 		note = fmt.Sprintf(", plus the output of %d %s (unknown)", p.unknownOutput, plural(p.unknownOutput, "item"))
 	}
 	fmt.Fprintf(w, "estimated cost: %s (input %s + output %s%s) at $%g / $%g per million input / output tokens (target.price)\n",
-		money(in+out), money(in), money(out), note, pr.InputPerMTok, pr.OutputPerMTok)
-}
-
-// money formats a cost in dollars, with six decimals under a cent.
-func money(x float64) string {
-	if x != 0 && x < 0.01 {
-		return fmt.Sprintf("$%.6f", x)
-	}
-	return fmt.Sprintf("$%.4f", x)
+		report.FormatUSD(in+out), report.FormatUSD(in), report.FormatUSD(out), note, pr.InputPerMTok, pr.OutputPerMTok)
 }
 
 // plural returns word, with an s unless n is 1.

@@ -28,7 +28,7 @@ var ErrInterrupted = errors.New("interrupted")
 
 // errCanceled is the cause of a run cancelled through the store (evalrun
 // runs cancel from another process).
-var errCanceled = errors.New("cancelled with evalrun runs cancel")
+var errCanceled = errors.New("canceled with evalrun runs cancel")
 
 // errFailed says a run finished with errors or a breached threshold; the
 // reasons were already printed.

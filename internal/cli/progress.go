@@ -37,13 +37,15 @@ func (st *State) newProgress(total int, quiet bool) *progress {
 	switch {
 	case quiet:
 	case st.Terminal:
+		// The bar draws only the bar: the counts, rate and ETA are one text
+		// (status) set before the bar moves, so a frame never shows the
+		// ok count of one update beside the done count of another, and the
+		// rate comes from the injected clock (the library's own rate says
+		// "0 items/hr" on its first frame).
 		p.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(st.Stderr),
 			progressbar.OptionSetDescription("running"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("items"),
-			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowDescriptionAtLineEnd(),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
@@ -64,7 +66,7 @@ func (p *progress) update(pr evalrun.Progress) {
 	p.last = pr
 	p.mu.Unlock()
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("ok %d failed %d%s", pr.Succeeded, pr.Failed, p.concurrencyNote(pr)))
+		p.bar.Describe(p.status(pr))
 		_ = p.bar.Set(pr.Done)
 	}
 }
@@ -87,23 +89,34 @@ func (p *progress) lines() {
 
 func (p *progress) printLine() {
 	p.mu.Lock()
-	pr, first := p.last, p.first
+	pr := p.last
 	changed := pr.Done != p.printed
 	p.printed = pr.Done
 	p.mu.Unlock()
 	if !changed {
 		return
 	}
-	elapsed := p.st.Now().Sub(p.start)
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(pr.Done-first) / s
+	fmt.Fprintf(p.st.Stderr, "progress: %s\n", p.status(pr))
+}
+
+// status is the progress text of pr: "3/10 items (ok 3, failed 0), 1.5
+// items/s, ETA 5s". The rate counts the items done since the first update
+// (a resumed run starts above 0); before it can be measured it reads
+// "rate ?".
+func (p *progress) status(pr evalrun.Progress) string {
+	p.mu.Lock()
+	first := p.first
+	p.mu.Unlock()
+	rate, eta := "rate ?", "?"
+	if s := p.st.Now().Sub(p.start).Seconds(); s > 0 && pr.Done > first {
+		perSec := float64(pr.Done-first) / s
+		rate = fmt.Sprintf("%.1f items/s", perSec)
+		if perSec < 0.1 {
+			rate = fmt.Sprintf("%.1f items/min", perSec*60)
+		}
+		eta = time.Duration(float64(pr.Total-pr.Done) / perSec * float64(time.Second)).Round(time.Second).String()
 	}
-	eta := "?"
-	if rate > 0 {
-		eta = time.Duration(float64(pr.Total-pr.Done) / rate * float64(time.Second)).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.st.Stderr, "progress: %d/%d items (ok %d, failed %d)%s, %.1f items/s, ETA %s\n",
+	return fmt.Sprintf("%d/%d items (ok %d, failed %d)%s, %s, ETA %s",
 		pr.Done, pr.Total, pr.Succeeded, pr.Failed, p.concurrencyNote(pr), rate, eta)
 }
 

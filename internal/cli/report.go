@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,10 @@ func newCompareCmd(st *State) *cobra.Command {
 		Long: `Compare run B against run A. Items are paired by id (and repeat); per scorer the
 mean delta (B − A) with a 95% paired bootstrap confidence interval (fixed seed,
 reproducible) and a sign-test p-value; then the items whose verdict regressed
-or improved. Markdown by default, JSON with --json; -o FILE writes to a file
+or improved. An item whose target or scorer failed in one run counts there as a
+failure (score 0, not passed); "pass A" and "pass B" are the pass rates over the
+paired items. When the runs share no items (different datasets), it says so on
+standard error and in the comparison. Markdown by default, JSON with --json; -o FILE writes to a file
 (.json for JSON, anything else Markdown).`,
 		Example: `  evalrun compare RUN_A RUN_B
   evalrun compare RUN_A RUN_B --json
@@ -67,9 +71,19 @@ or improved. Markdown by default, JSON with --json; -o FILE writes to a file
 		Args: args("RUN_A", "RUN_B"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				for _, id := range a {
+					if _, err := store.GetRun(ctx, id); err != nil {
+						return notFound(err, "run "+id, "evalrun runs list shows the runs")
+					}
+				}
 				c, err := report.CompareStore(ctx, store, a[0], a[1], report.CompareOptions{})
 				if err != nil {
-					return notFound(err, "run", "evalrun runs list shows the runs")
+					return err
+				}
+				// Also in the output, but a script reading --json or a file
+				// must not miss that nothing (or only part) was compared.
+				for _, w := range c.Warnings {
+					fmt.Fprintf(st.Stderr, "warning: %s\n", w)
 				}
 				write := func(f *os.File, json bool) error {
 					if json {

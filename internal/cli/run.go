@@ -52,7 +52,7 @@ JUnit, .txt for the table), else from --format. --format also sets what goes to
 standard output (default: the table).
 
 The first Ctrl-C (SIGINT or SIGTERM) stops gracefully: no new items, in-flight
-ones are cancelled, the partial summary and every report are written and the
+ones are canceled, the partial summary and every report are written and the
 resume command is printed (exit 130). A second one exits at once.
 "evalrun runs cancel RUN_ID" from another shell has the same effect: this
 process checks the run's stored status every second.
@@ -228,7 +228,7 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 	if sum.Status == evalrun.RunCanceled {
 		why := "interrupted"
 		if errors.Is(cause, errCanceled) {
-			why = "cancelled (evalrun runs cancel)"
+			why = "canceled (evalrun runs cancel)"
 		}
 		fmt.Fprintf(st.Stderr, "run %s %s: %d of %d items done, %d skipped\n", id, why,
 			sum.Succeeded+sum.Failed, sum.Total, sum.Skipped)

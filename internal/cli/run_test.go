@@ -160,7 +160,7 @@ func TestRunsCancelStopsTheRun(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not stop after runs cancel")
 	}
-	if o.code != 130 || !strings.Contains(o.stderr, "cancelled (evalrun runs cancel)") ||
+	if o.code != 130 || !strings.Contains(o.stderr, "canceled (evalrun runs cancel)") ||
 		!strings.Contains(o.stderr, "resume with: evalrun run --resume "+runs[0].ID) {
 		t.Errorf("exit %d\n%s", o.code, o.stderr)
 	}
@@ -187,6 +187,24 @@ func TestOutputsScoresSavedOutputs(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(b.dir, "r.json"))
 	if !strings.Contains(string(data), `no saved output for item \"c\"`) || !strings.Contains(string(data), `"kind": "outputs"`) {
 		t.Errorf("report lacks item c's error or the outputs target:\n%s", data)
+	}
+	// Looking an output up measures nothing: no latency is reported.
+	var rep struct {
+		Usage struct {
+			Latency struct {
+				Reported int      `json:"reported"`
+				Mean     *float64 `json:"mean"`
+			} `json:"latency_ms"`
+		} `json:"usage"`
+		Items []struct {
+			LatencyMS *float64 `json:"latency_ms"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Usage.Latency; l.Reported != 0 || l.Mean != nil || len(rep.Items) != 3 || rep.Items[0].LatencyMS != nil {
+		t.Errorf("saved outputs report a latency: %+v, first item %v", l, rep.Items[0].LatencyMS)
 	}
 	bad := b.write("bad.jsonl", `{"id": "a", "output": "x"}`+"\n"+`{"id": "b", "outptu": "z"}`+"\n")
 	code, _, stderr = b.run("run", suite, "--outputs", bad)
@@ -283,5 +301,42 @@ func TestSuiteBuilder(t *testing.T) {
 	out, err := target.Execute(context.Background(), items[0])
 	if err != nil || string(out.Value) != `"x"` {
 		t.Errorf("rebuilt target: %s %v", out.Value, err)
+	}
+}
+
+// The report `run -o` writes and the one `report RUN --format json` rebuilds
+// from SQLite are the same bytes (timestamps at the store's microsecond
+// precision in both).
+func TestReportJSONSameBytesAsRunOutput(t *testing.T) {
+	b := setup(t)
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+	file := filepath.Join(b.dir, "r.json")
+	code, _, stderr := b.run("run", suite, "-q", "-o", file)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	written, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Run struct {
+			ID        string `json:"id"`
+			StartedAt string `json:"started_at"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal(written, &rec); err != nil {
+		t.Fatal(err)
+	}
+	code, rebuilt, stderr := b.run("report", rec.Run.ID, "--format", "json")
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	if rebuilt != string(written) {
+		t.Errorf("report --format json differs from the file run -o wrote\n--- run -o:\n%s\n--- report:\n%s", written, rebuilt)
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, rec.Run.StartedAt); err != nil || ts.Nanosecond()%1000 != 0 {
+		t.Errorf("started_at %q is not at microsecond precision (%v)", rec.Run.StartedAt, err)
 	}
 }

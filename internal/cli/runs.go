@@ -111,11 +111,11 @@ func newRunsCancelCmd(st *State) *cobra.Command {
 		Short: "Cancel a run that is running in another process",
 		Long: `Mark a pending or running run as canceled in storage. The evalrun process running
 it checks the run's stored status every second and, seeing it canceled, stops
-as on Ctrl-C: no new items, in-flight ones cancelled, partial reports written,
+as on Ctrl-C: no new items, in-flight ones canceled, partial reports written,
 exit code 130. A run whose process died stays canceled; --resume still
 finishes it.
 
-A distributed run (PostgreSQL) is cancelled at once: its queued jobs are
+A distributed run (PostgreSQL) is canceled at once: its queued jobs are
 deleted, its running jobs are signalled, and the run is finalized with exact
 counts, whether or not a coordinating "evalrun run" still waits for it.`,
 		Example: "  evalrun runs cancel 20260101T101500-3f9a1c2b",

@@ -40,11 +40,11 @@ requests/min shared by 3 workers, set rate_limit: 200/m. Adaptive concurrency
 (a 429 halves the calls in flight) also acts per worker.
 
 SIGTERM or Ctrl-C stops gracefully: no new jobs; jobs in flight get
---stop-timeout to finish, then are cancelled and go back to the queue for
+--stop-timeout to finish, then are canceled and go back to the queue for
 another worker. A worker killed outright (SIGKILL, power loss) loses nothing:
 its jobs are made available again after --rescue-after; give every worker the
 same value, well above the suites' item_timeout (a job still running past 90%
-of it is cancelled and retried).`,
+of it is canceled and retried).`,
 		Example: `  EVALRUN_DB=postgres://evalrun@db.internal/evalrun evalrun worker
   evalrun worker --db postgres://evalrun@db.internal/evalrun --concurrency 20
   evalrun worker --queues evalrun,nightly --rescue-after 30m`,
