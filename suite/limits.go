@@ -37,6 +37,7 @@ type treeCheck struct {
 	onPath map[*yaml.Node]bool // the nodes being walked: an alias to one is a cycle
 	seen   map[*yaml.Node]bool // mappings whose keys were checked
 	alias  *yaml.Node          // the outermost alias being expanded, nil when none
+	at     string              // its key path
 	failed bool                // a limit was hit: the walk stopped
 }
 
@@ -54,11 +55,11 @@ func (c *treeCheck) walk(n *yaml.Node, path string, depth int) {
 	c.nodes++
 	switch {
 	case c.nodes > MaxNodes:
-		at := n
+		at, atPath := n, path
 		if c.alias != nil {
-			at = c.alias
+			at, atPath = c.alias, c.at
 		}
-		c.ps.at(at, path, "write the values out, or use fewer aliases",
+		c.ps.at(at, atPath, "write the values out, or use fewer aliases",
 			"the suite expands to more than %d YAML nodes with its aliases followed (limit %d)", MaxNodes, MaxNodes)
 		c.failed = true
 		return
@@ -77,7 +78,7 @@ func (c *treeCheck) walk(n *yaml.Node, path string, depth int) {
 		}
 		outer := c.alias == nil
 		if outer {
-			c.alias = n
+			c.alias, c.at = n, path
 		}
 		c.walk(n.Alias, path, depth)
 		if outer {
