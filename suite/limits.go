@@ -128,3 +128,40 @@ func (c *treeCheck) duplicateKeys(n *yaml.Node, path string) {
 		first[k.Value] = k
 	}
 }
+
+// sizeBounds bound the size keys of targets and scorers, wherever they
+// appear (a workflow step, a scorer target), with why.
+var sizeBounds = map[string]struct {
+	max int64
+	why string
+}{
+	"max_response_bytes": {1 << 30, "a response is held in memory whole"},
+	"max_output_bytes":   {1 << 30, "a program's output is held in memory whole"},
+	"max_tokens":         {10_000_000, "far beyond any model's output"},
+}
+
+// checkSizes records a problem for every size key of the expanded tree n
+// whose whole-number value exceeds its bound; other values are left to the
+// key's own checks.
+func checkSizes(n *yaml.Node, path string, ps *problems) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		checkSizes(n.Alias, path, ps)
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			checkSizes(e, fmt.Sprintf("%s[%d]", path, i), ps)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := joinPath(path, k.Value)
+			b, ok := sizeBounds[k.Value]
+			var size int64
+			if ok && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" && v.Decode(&size) == nil && size > b.max {
+				ps.at(v, p, "", "must be at most %d (%s), got %s", b.max, b.why, v.Value)
+				continue
+			}
+			checkSizes(v, p, ps)
+		}
+	}
+}

@@ -61,12 +61,16 @@ func TestHostileSuites(t *testing.T) {
 			`suite.yaml:5:27: execution.item_timeout: must be at most 24h0m0s (an item running longer is stuck; 0 means none), got 25h`}},
 		{"retry_delay", minimal + "execution: {retry_delay: 2h}\n", []string{
 			`suite.yaml:5:26: execution.retry_delay: must be at most 1h0m0s (it is the base of a doubling back-off), got 2h`}},
+		{"response size", "dataset: {file: data.jsonl}\ntarget: {kind: http, url: 'http://127.0.0.1:1/', max_response_bytes: 9223372036854775807}\nscorers: [exact_match]\n", []string{
+			`suite.yaml:2:70: target.max_response_bytes: must be at most 1073741824 (a response is held in memory whole), got 9223372036854775807`}},
+		{"judge max_tokens", "dataset: {file: data.jsonl}\ntarget: {kind: echo}\nscorers:\n  - {kind: llm_judge, rubric: r, model: m, max_tokens: 100000000}\n", []string{
+			`suite.yaml:4:56: scorers[0].max_tokens: must be at most 10000000 (far beyond any model's output), got 100000000`}},
 		{"bounds from the environment", minimal + "execution:\n  concurrency: ${N}\n", []string{
 			`suite.yaml:6:16: execution.concurrency: must be at most 10000 (each slot is a goroutine and, for a network target, an open connection), got 20000`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			_, err := parse(t, tc.src, "N=20000")
+			_, err := parse(t, tc.src, "N=20000", "OPENAI_API_KEY=sk-test")
 			compareLines(t, problems(t, err), tc.want)
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("refused after %s", d)

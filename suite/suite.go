@@ -225,7 +225,9 @@ func parseRoot(root *yaml.Node, file, dir string, opts Options) (*Suite, error) 
 	}
 	s := &Suite{File: file, Dir: dir, Execution: DefaultExecution(), raw: root}
 	p := &parser{suite: s, ps: ps, opts: opts}
-	p.parse(expandTree(root, opts.Env, "", ps))
+	expanded := expandTree(root, opts.Env, "", ps)
+	checkSizes(expanded, "", ps)
+	p.parse(expanded)
 	if err := ps.err(file); err != nil {
 		s.Close()
 		return nil, err
