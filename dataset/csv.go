@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -24,10 +23,16 @@ const TagSeparator = "|"
 // metadata.tags. Every other column goes to metadata as a string (empty
 // cells omitted), except a column named like a misspelt known column
 // ("expected"), which is rejected.
-func parseCSV(data []byte, file string) ([]record, error) {
-	r := csv.NewReader(bytes.NewReader(data))
+func parseCSV(w *window, file string) ([]record, error) {
+	r := csv.NewReader(w)
 	r.FieldsPerRecord = 0
 	csvErr := func(err error) error {
+		if errors.Is(err, errTooLong) {
+			return tooLong(file, w.itemLine(), "a record")
+		}
+		if uerr := checkUTF8(file, w.buf, w.line, w.base+w.start); uerr != nil {
+			return uerr // invalid UTF-8 explains more than the syntax
+		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			return errorf(file, pe.Line, "malformed CSV: %v", pe.Err)
@@ -36,10 +41,13 @@ func parseCSV(data []byte, file string) ([]record, error) {
 	}
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, nil
+		return nil, w.advance(w.start + int64(len(w.buf)))
 	}
 	if err != nil {
 		return nil, csvErr(err)
+	}
+	if err := w.advance(r.InputOffset()); err != nil {
+		return nil, err
 	}
 	col := map[string]int{}
 	for i, h := range header {
@@ -75,6 +83,9 @@ func parseCSV(data []byte, file string) ([]record, error) {
 		if err != nil {
 			return nil, csvErr(err)
 		}
+		if err := w.advance(r.InputOffset()); err != nil {
+			return nil, err
+		}
 		line, _ := r.FieldPos(0)
 		rec := record{item: &evalrun.Item{}, line: line}
 		for i, cell := range fields {
@@ -88,9 +99,15 @@ func parseCSV(data []byte, file string) ([]record, error) {
 					return nil, errorf(file, line, `empty "input"`)
 				}
 				rec.item.Input = cellValue(cell)
+				if err := checkDepth(rec.item.Input); err != nil {
+					return nil, errorf(file, line, `"input": %v`, err)
+				}
 			case "expected_output":
 				if strings.TrimSpace(cell) != "" {
 					rec.item.Expected = cellValue(cell)
+					if err := checkDepth(rec.item.Expected); err != nil {
+						return nil, errorf(file, line, `"expected_output": %v`, err)
+					}
 				}
 			case "tags":
 				var tags []any
@@ -110,7 +127,7 @@ func parseCSV(data []byte, file string) ([]record, error) {
 		}
 		recs = append(recs, rec)
 	}
-	return recs, nil
+	return recs, w.advance(w.start + int64(len(w.buf)))
 }
 
 func meta(it *evalrun.Item) map[string]any {

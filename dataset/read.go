@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -96,21 +97,25 @@ func ReadFile(path string) ([]*evalrun.Item, error) {
 }
 
 // Read reads a dataset in the given format from r; name is the file name
-// used in errors. See [ReadFile].
+// used in errors. See [ReadFile]. It holds one item's bytes at a time
+// besides the items: an item longer than [MaxItemBytes], nested deeper
+// than [MaxDepth] or with invalid UTF-8 is refused with its line.
 func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read dataset %s: %w", name, err)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var base int64
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
+		n, _ := br.Discard(3)
+		base = int64(n)
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	var recs []record
+	var err error
 	switch format {
 	case JSONL:
-		recs, err = parseJSONL(data, name)
+		recs, err = parseJSONL(br, name, base)
 	case JSON:
-		recs, err = parseJSONArray(data, name)
+		recs, err = parseJSONArray(newWindow(br, name, base), name)
 	case CSV:
-		recs, err = parseCSV(data, name)
+		recs, err = parseCSV(newWindow(br, name, base), name)
 	default:
 		return nil, errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
 	}
@@ -145,6 +150,9 @@ var knownKeys = []string{"id", "input", "expected_output", "metadata"}
 
 // parseObject turns one JSON object into an item.
 func parseObject(raw []byte, file string, line int) (record, error) {
+	if err := checkDepth(raw); err != nil {
+		return record{}, errorf(file, line, "%v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil {
@@ -253,125 +261,104 @@ func unknownKey(key string) string {
 	return fmt.Sprintf(`unknown key %q (extra fields belong in "metadata")`, key)
 }
 
-func parseJSONL(data []byte, file string) ([]record, error) {
+func parseJSONL(r *bufio.Reader, file string, off int64) ([]record, error) {
 	var recs []record
-	line := 0
-	for len(data) > 0 {
-		line++
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
+	for line := 1; ; line++ {
+		l, err := readLine(r, MaxItemBytes)
+		if errors.Is(err, errTooLong) {
+			return nil, tooLong(file, line, "line")
 		}
-		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
-			continue
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read dataset %s: %w", file, err)
 		}
-		if !json.Valid(l) {
-			var v any
-			err := json.Unmarshal(l, &v)
-			return nil, errorf(file, line, "malformed JSON: %v", err)
-		}
-		rec, err := parseObject(l, file, line)
-		if err != nil {
+		if err := checkUTF8(file, l, line, off); err != nil {
 			return nil, err
 		}
-		recs = append(recs, rec)
+		off += int64(len(l)) + 1
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			if !json.Valid(t) {
+				if derr := checkDepth(t); derr != nil {
+					return nil, errorf(file, line, "%v", derr)
+				}
+				var v any
+				return nil, errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
+			}
+			rec, perr := parseObject(t, file, line)
+			if perr != nil {
+				return nil, perr
+			}
+			recs = append(recs, rec)
+		}
+		if err != nil { // io.EOF: that was the last line
+			return recs, nil
+		}
 	}
-	return recs, nil
 }
 
-func parseJSONArray(data []byte, file string) ([]record, error) {
-	lines := newLineIndex(data)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	syntax := func(err error) error {
+func parseJSONArray(w *window, file string) ([]record, error) {
+	dec := json.NewDecoder(w)
+	fail := func(err error) error {
+		switch {
+		case errors.Is(err, errTooLong):
+			return tooLong(file, w.itemLine(), "an item")
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			return errorf(file, w.line+bytes.Count(w.buf, []byte("\n")), "malformed JSON: unexpected end of file")
+		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return errorf(file, lines.at(int(se.Offset)), "malformed JSON: %v", err)
+			if uerr := checkUTF8(file, w.buf, w.line, w.base+w.start); uerr != nil {
+				return uerr // invalid UTF-8 explains more than the syntax
+			}
+			return errorf(file, w.syntaxLine(), "malformed JSON: %v", err)
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return errorf(file, lines.at(len(data)), "malformed JSON: unexpected end of file")
-		}
-		return errorf(file, 0, "malformed JSON: %v", err)
+		return fmt.Errorf("read dataset %s: %w", file, err)
 	}
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil
+			return nil, w.advance(w.start + int64(len(w.buf)))
 		}
-		return nil, syntax(err)
+		return nil, fail(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		hint := ""
 		if d, ok := tok.(json.Delim); ok && d == '{' {
 			hint = " (for one object per line, name the file .jsonl)"
 		}
-		return nil, errorf(file, lines.at(int(dec.InputOffset())-1), "want a JSON array of items%s", hint)
+		return nil, errorf(file, w.itemLine(), "want a JSON array of items%s", hint)
+	}
+	if err := w.advance(dec.InputOffset()); err != nil {
+		return nil, err
 	}
 	var recs []record
 	for dec.More() {
-		start := lines.skipSpace(int(dec.InputOffset()))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, syntax(err)
+			return nil, fail(err)
 		}
-		rec, err := parseObject(raw, file, lines.at(start))
+		line := w.itemLine()
+		if err := w.advance(dec.InputOffset()); err != nil {
+			return nil, err
+		}
+		rec, err := parseObject(raw, file, line)
 		if err != nil {
 			return nil, err
 		}
 		recs = append(recs, rec)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, syntax(err)
+		return nil, fail(err)
+	}
+	if err := w.advance(dec.InputOffset()); err != nil {
+		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errorf(file, lines.at(int(dec.InputOffset())), "malformed JSON: unexpected content after the array")
-	}
-	return recs, nil
-}
-
-// lineIndex maps byte offsets to 1-based line numbers.
-type lineIndex struct {
-	data   []byte
-	starts []int // starts[i] is the offset of line i+1
-}
-
-func newLineIndex(data []byte) *lineIndex {
-	li := &lineIndex{data: data, starts: []int{0}}
-	for i, c := range data {
-		if c == '\n' {
-			li.starts = append(li.starts, i+1)
+		if errors.Is(err, errTooLong) {
+			return nil, tooLong(file, w.itemLine(), "the content after the array")
 		}
+		return nil, errorf(file, w.itemLine(), "malformed JSON: unexpected content after the array")
 	}
-	return li
-}
-
-func (li *lineIndex) at(off int) int {
-	lo, hi := 0, len(li.starts)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if li.starts[m] <= off {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-// skipSpace returns the offset of the next value from off, past spaces and
-// a separating comma.
-func (li *lineIndex) skipSpace(off int) int {
-	for off < len(li.data) {
-		switch li.data[off] {
-		case ' ', '\t', '\r', '\n', ',':
-			off++
-			continue
-		}
-		break
-	}
-	return off
+	return recs, w.advance(w.start + int64(len(w.buf)))
 }
 
 // DeriveID returns the id of an item that has none: the first 12 hex

@@ -44,6 +44,9 @@ func Run(ctx context.Context, store evalrun.RunStore, spec Spec) (*evalrun.Summa
 		return nil, err
 	}
 	opts := p.opts
+	if err := CheckExecutions(len(spec.Items), opts.Repeat); err != nil {
+		return nil, fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
+	}
 	for i, it := range spec.Items {
 		if it == nil {
 			return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)

@@ -21,6 +21,74 @@ const (
 	DefaultFlushInterval     = 100 * time.Millisecond
 )
 
+// Bounds of [Options]: what one process can do, chosen on purpose so that
+// a typo or a hostile suite is refused instead of exhausting memory or
+// waiting for ever (docs/suite.md#limits). [Run] and [NewPipeline] refuse
+// a value beyond one with ErrInvalid; the suite file and the CLI check the
+// same bounds with [CheckBound].
+const (
+	// MaxConcurrency bounds Concurrency: every slot is a goroutine and, for
+	// a network target, an open connection (a file descriptor).
+	MaxConcurrency = 10_000
+	// MaxRepeat bounds Repeat: pass@k estimates need a few dozen.
+	MaxRepeat = 1_000
+	// MaxExecutions bounds items × Repeat: the run holds a slot per
+	// execution, and a retained result (~1 KB and more) for each.
+	MaxExecutions = 10_000_000
+	// MaxRetries bounds Options.MaxRetries: back-off doubles at every
+	// retry, so a few dozen already wait for days.
+	MaxRetries = 100
+	// MaxTimeout bounds ItemTimeout and AttemptTimeout: one item running
+	// longer than a day is a stuck item.
+	MaxTimeout = 24 * time.Hour
+	// MaxRetryDelay bounds RetryDelay, the base of the back-off.
+	MaxRetryDelay = time.Hour
+	// MaxCacheTTL bounds CacheTTL (0 already means "forever").
+	MaxCacheTTL = 10 * 365 * 24 * time.Hour
+)
+
+// bounds are the bounds of the options with a limit, by their suite key,
+// with the reason a message gives.
+var bounds = map[string]struct {
+	max int64
+	why string
+}{
+	"concurrency":     {MaxConcurrency, "each slot is a goroutine and, for a network target, an open connection"},
+	"repeat":          {MaxRepeat, "the run holds every execution of every item"},
+	"max_retries":     {MaxRetries, "the back-off doubles at every retry"},
+	"item_timeout":    {int64(MaxTimeout), "an item running longer is stuck; 0 means none"},
+	"attempt_timeout": {int64(MaxTimeout), "an attempt running longer is stuck; 0 means none"},
+	"retry_delay":     {int64(MaxRetryDelay), "it is the base of a doubling back-off"},
+	"cache_ttl":       {int64(MaxCacheTTL), "0 keeps cached responses for ever"},
+}
+
+// CheckBound returns nil when v is within the bound of the option named
+// key as in the suite file ("concurrency", "repeat", "max_retries",
+// "item_timeout", "attempt_timeout", "retry_delay", "cache_ttl"; a
+// duration in nanoseconds), and otherwise an error saying the bound and
+// why it exists. A key without a bound is always within.
+func CheckBound(key string, v int64) error {
+	b, ok := bounds[key]
+	if !ok || v <= b.max {
+		return nil
+	}
+	switch key {
+	case "item_timeout", "attempt_timeout", "retry_delay", "cache_ttl":
+		return fmt.Errorf("must be at most %s (%s)", time.Duration(b.max), b.why)
+	}
+	return fmt.Errorf("must be at most %d (%s)", b.max, b.why)
+}
+
+// CheckExecutions returns nil when items × repeat executions fit
+// [MaxExecutions], and otherwise an error saying so.
+func CheckExecutions(items, repeat int) error {
+	if items > 0 && max(repeat, 1) > MaxExecutions/items {
+		return fmt.Errorf("%d items × repeat %d: more than %d executions in one run (each holds memory until the run ends); select fewer items (--limit, --tag) or repeat less",
+			items, max(repeat, 1), MaxExecutions)
+	}
+	return nil
+}
+
 // Options configure a run. The zero value is valid: concurrency 5, no item
 // timeout, no retries, results retained.
 type Options struct {
@@ -136,6 +204,18 @@ func (o Options) validate() error {
 	}
 	if o.Repeat < 0 {
 		errs = append(errs, fmt.Errorf("repeat %d: must be at least 1", o.Repeat))
+	}
+	for _, b := range []struct {
+		key  string
+		v    int64
+		show any
+	}{{"concurrency", int64(o.Concurrency), o.Concurrency}, {"repeat", int64(o.Repeat), o.Repeat},
+		{"max_retries", int64(o.MaxRetries), o.MaxRetries}, {"item_timeout", int64(o.ItemTimeout), o.ItemTimeout},
+		{"attempt_timeout", int64(o.AttemptTimeout), o.AttemptTimeout},
+		{"retry_delay", int64(o.RetryDelay), o.RetryDelay}, {"cache_ttl", int64(o.CacheTTL), o.CacheTTL}} {
+		if err := CheckBound(b.key, b.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %v: %w", b.key, b.show, err))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", evalrun.ErrInvalid, errors.Join(errs...))

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/report"
 )
 
@@ -198,29 +199,47 @@ func (p *parser) execution(n *yaml.Node) {
 		path := "execution." + key
 		switch key {
 		case "concurrency":
-			e.Concurrency = orKeep(p.integer(v, path, 1))(e.Concurrency)
+			n, ok := p.integer(v, path, 1)
+			e.Concurrency = orKeep(n, ok && p.within(v, path, key, int64(n)))(e.Concurrency)
 		case "item_timeout":
-			e.ItemTimeout = orKeep(p.duration(v, path))(e.ItemTimeout)
+			d, ok := p.duration(v, path)
+			e.ItemTimeout = orKeep(d, ok && p.within(v, path, key, int64(d)))(e.ItemTimeout)
 		case "attempt_timeout":
-			e.AttemptTimeout = orKeep(p.duration(v, path))(e.AttemptTimeout)
+			d, ok := p.duration(v, path)
+			e.AttemptTimeout = orKeep(d, ok && p.within(v, path, key, int64(d)))(e.AttemptTimeout)
 		case "repeat":
-			e.Repeat = orKeep(p.integer(v, path, 1))(e.Repeat)
+			n, ok := p.integer(v, path, 1)
+			e.Repeat = orKeep(n, ok && p.within(v, path, key, int64(n)))(e.Repeat)
 		case "cache":
 			e.Cache = orKeep(p.boolean(v, path))(e.Cache)
 		case "cache_ttl":
-			e.CacheTTL = orKeep(p.duration(v, path))(e.CacheTTL)
+			d, ok := p.duration(v, path)
+			e.CacheTTL = orKeep(d, ok && p.within(v, path, key, int64(d)))(e.CacheTTL)
 		case "adaptive":
 			e.Adaptive = orKeep(p.boolean(v, path))(e.Adaptive)
 		case "max_retries":
-			e.MaxRetries = orKeep(p.integer(v, path, 0))(e.MaxRetries)
+			n, ok := p.integer(v, path, 0)
+			e.MaxRetries = orKeep(n, ok && p.within(v, path, key, int64(n)))(e.MaxRetries)
 		case "retry_delay":
-			e.RetryDelay = orKeep(p.duration(v, path))(e.RetryDelay)
+			d, ok := p.duration(v, path)
+			e.RetryDelay = orKeep(d, ok && p.within(v, path, key, int64(d)))(e.RetryDelay)
 		case "retain_results":
 			e.RetainResults = orKeep(p.boolean(v, path))(e.RetainResults)
 		case "strict":
 			e.Strict = orKeep(p.boolean(v, path))(e.Strict)
 		}
 	})
+}
+
+// within reports whether n, the value v of the execution option key, is
+// within the engine's bound for it (see [engine.CheckBound]), recording a
+// problem when it is not.
+func (p *parser) within(v *yaml.Node, path, key string, n int64) bool {
+	if err := engine.CheckBound(key, n); err != nil {
+		p.ps.at(v, path, "", "%v, got %s", err, v.Value)
+		return false
+	}
+	return true
 }
 
 // orKeep returns a function giving v when ok, the old value otherwise.

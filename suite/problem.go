@@ -54,7 +54,11 @@ type Error struct {
 func (e *Error) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		lines[i] = e.File + ":" + p.String()
+		sep := ":"
+		if p.Line == 0 {
+			sep = ": " // "file: msg", as "file:LINE:COL: msg" reads
+		}
+		lines[i] = e.File + sep + p.String()
 	}
 	return strings.Join(lines, "\n")
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/target"
 )
@@ -65,10 +66,21 @@ func (s *Suite) Apply(o Overrides) error {
 	bad := func(flag string, v any, why string) error {
 		return fmt.Errorf("%w: --%s %v: %s", evalrun.ErrInvalid, flag, v, why)
 	}
+	// within checks v, the value of the option key given by flag, against
+	// the engine's bound for it.
+	within := func(flag, key string, v int64, show any) error {
+		if err := engine.CheckBound(key, v); err != nil {
+			return bad(flag, show, err.Error())
+		}
+		return nil
+	}
 	e := &s.Execution
 	if o.Concurrency != nil {
 		if *o.Concurrency < 1 {
 			return bad("concurrency", *o.Concurrency, "must be at least 1")
+		}
+		if err := within("concurrency", "concurrency", int64(*o.Concurrency), *o.Concurrency); err != nil {
+			return err
 		}
 		e.Concurrency = *o.Concurrency
 		s.setRaw("execution", "concurrency", strconv.Itoa(e.Concurrency), "!!int")
@@ -77,12 +89,18 @@ func (s *Suite) Apply(o Overrides) error {
 		if *o.Repeat < 1 {
 			return bad("repeat", *o.Repeat, "must be at least 1")
 		}
+		if err := within("repeat", "repeat", int64(*o.Repeat), *o.Repeat); err != nil {
+			return err
+		}
 		e.Repeat = *o.Repeat
 		s.setRaw("execution", "repeat", strconv.Itoa(e.Repeat), "!!int")
 	}
 	if o.MaxRetries != nil {
 		if *o.MaxRetries < 0 {
 			return bad("max-retries", *o.MaxRetries, "must not be negative")
+		}
+		if err := within("max-retries", "max_retries", int64(*o.MaxRetries), *o.MaxRetries); err != nil {
+			return err
 		}
 		e.MaxRetries = *o.MaxRetries
 		s.setRaw("execution", "max_retries", strconv.Itoa(e.MaxRetries), "!!int")
@@ -91,12 +109,18 @@ func (s *Suite) Apply(o Overrides) error {
 		if *o.ItemTimeout < 0 {
 			return bad("item-timeout", *o.ItemTimeout, "must not be negative (0 means none)")
 		}
+		if err := within("item-timeout", "item_timeout", int64(*o.ItemTimeout), *o.ItemTimeout); err != nil {
+			return err
+		}
 		e.ItemTimeout = *o.ItemTimeout
 		s.setRaw("execution", "item_timeout", e.ItemTimeout.String(), "!!str")
 	}
 	if o.RetryDelay != nil {
 		if *o.RetryDelay < 0 {
 			return bad("retry-delay", *o.RetryDelay, "must not be negative")
+		}
+		if err := within("retry-delay", "retry_delay", int64(*o.RetryDelay), *o.RetryDelay); err != nil {
+			return err
 		}
 		e.RetryDelay = *o.RetryDelay
 		s.setRaw("execution", "retry_delay", e.RetryDelay.String(), "!!str")
@@ -105,12 +129,18 @@ func (s *Suite) Apply(o Overrides) error {
 		if *o.AttemptTimeout < 0 {
 			return bad("attempt-timeout", *o.AttemptTimeout, "must not be negative (0 means none)")
 		}
+		if err := within("attempt-timeout", "attempt_timeout", int64(*o.AttemptTimeout), *o.AttemptTimeout); err != nil {
+			return err
+		}
 		e.AttemptTimeout = *o.AttemptTimeout
 		s.setRaw("execution", "attempt_timeout", e.AttemptTimeout.String(), "!!str")
 	}
 	if o.CacheTTL != nil {
 		if *o.CacheTTL < 0 {
 			return bad("cache-ttl", *o.CacheTTL, "must not be negative (0 means cached responses never expire)")
+		}
+		if err := within("cache-ttl", "cache_ttl", int64(*o.CacheTTL), *o.CacheTTL); err != nil {
+			return err
 		}
 		e.CacheTTL = *o.CacheTTL
 		s.setRaw("execution", "cache_ttl", e.CacheTTL.String(), "!!str")

@@ -3,6 +3,7 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,7 +163,13 @@ func (s *Suite) Close() error {
 // Load reads and parses the suite file at path (see [Parse]). Relative paths
 // in it are resolved against its directory.
 func Load(path string, opts Options) (*Suite, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: suite file: %w", evalrun.ErrInvalid, err)
+	}
+	defer f.Close()
+	// One byte past the limit is enough for Parse to refuse the file.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: suite file: %w", evalrun.ErrInvalid, err)
 	}
@@ -176,8 +183,14 @@ func Load(path string, opts Options) (*Suite, error) {
 // Parse parses and validates a suite file's content, expands its ${VAR}
 // references and builds its target and scorers. file names the file in
 // messages; dir resolves relative paths. Every problem found is reported at
-// once in an *[Error] (matching [evalrun.ErrInvalid]).
+// once in an *[Error] (matching [evalrun.ErrInvalid]). A file beyond the
+// limits ([MaxFileBytes], [MaxDepth], [MaxNodes]) is refused.
 func Parse(data []byte, file, dir string, opts Options) (*Suite, error) {
+	if len(data) > MaxFileBytes {
+		return nil, &Error{File: file, Problems: []Problem{{
+			Msg:  fmt.Sprintf("the suite file is larger than %d bytes (limit %d)", MaxFileBytes, MaxFileBytes),
+			Hint: "a suite is configuration: put data in the dataset file and long schemas in schema_file"}}}
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, &Error{File: file, Problems: []Problem{syntaxProblem(err)}}
@@ -210,12 +223,18 @@ func parseRoot(root *yaml.Node, file, dir string, opts Options) (*Suite, error) 
 		ps.at(root, "", "see docs/suite.md for an example", "a suite file is a mapping with dataset, target and scorers")
 		return nil, ps.err(file)
 	}
+	// A document beyond the limits is not expanded; a duplicate key is
+	// reported alone (the scorers' decoder would report it again).
+	if checkTree(root, ps); len(ps.list) > 0 {
+		return nil, ps.err(file)
+	}
 	s := &Suite{File: file, Dir: dir, Execution: DefaultExecution(), raw: root, scrub: &redact.Scrubber{}}
 	// Every value read from the environment, now (${VAR}) or while
 	// building (api_key_env), is a secret of the suite.
 	opts.Env = recordingEnv(opts.Env, s.scrub)
 	p := &parser{suite: s, ps: ps, opts: opts}
 	tree := expandTree(root, opts.Env, "", ps)
+	checkSizes(tree, "", ps)
 	addLiteralSecrets(tree, "", s.scrub)
 	p.parse(tree)
 	if err := ps.err(file); err != nil {

@@ -14,6 +14,11 @@ import (
 )
 
 func main() {
+	// A reader that goes away (evalrun run ... | head -1) must not kill
+	// the run before its -o reports are written: with SIGPIPE ignored, a
+	// write to the closed pipe fails with EPIPE instead, which the CLI
+	// treats as output nobody reads.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

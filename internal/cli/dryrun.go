@@ -12,6 +12,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/suite"
 )
@@ -107,6 +108,9 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := engine.CheckExecutions(len(items), s.Execution.Repeat); err != nil {
+		return fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
 	plan := newDryRunPlan(s, items, sel.Outputs != "")
 	plan.write(st.Stdout, s, source)

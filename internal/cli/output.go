@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,10 @@ func (st *State) writeReports(ctx context.Context, rep *report.Report, src *repo
 		return report.Write(w, rep, f)
 	}
 	var errs []error
-	if err := write(st.Stdout, stdout); err != nil {
+	// A closed standard output (a reader that went away, as head -1 does)
+	// loses only what nobody reads: the files are still written and the
+	// exit code is the run's.
+	if err := write(st.Stdout, stdout); err != nil && !errors.Is(err, syscall.EPIPE) {
 		errs = append(errs, fmt.Errorf("write the report to standard output: %w", err))
 	}
 	for _, f := range files {

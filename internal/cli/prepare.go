@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/suite"
@@ -115,6 +116,9 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 	}
 	if p.items, err = selectItems(ctx, store, name, version, s.Selection); err != nil {
 		return nil, err
+	}
+	if err := engine.CheckExecutions(len(p.items), s.Execution.Repeat); err != nil {
+		return nil, fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
 
 	p.target = s.Target()

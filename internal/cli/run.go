@@ -196,6 +196,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		restoreLimit()
 		restoreLimit = setMemoryLimit(noRetainMemoryLimit(p.items))
 	}
+	opts.Concurrency = fitConcurrency(st.Stderr, opts.Concurrency, rec.Target.Kind)
 	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
 	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
