@@ -9,6 +9,7 @@ import (
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -24,7 +25,42 @@ var (
 // scores are copied in. Of a key repeated within the batch, the last result
 // wins. It returns an error wrapping ErrNotFound, writing nothing, when a
 // result's run does not exist.
+//
+// An error of a class that refuses every write (see refusesWrites) is
+// marked [evalrun.ErrStoreUnavailable].
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	err := s.writeResults(ctx, results)
+	if refusesWrites(err) {
+		return sqlstore.Unavailable(err)
+	}
+	return err
+}
+
+// refusesWrites reports whether err is a server error of a class that
+// every write will meet until someone acts: disk full, a read-only
+// transaction (a standby, default_transaction_read_only), a missing table or
+// column or database, missing privileges, an I/O error. Too many
+// connections, a serialization failure or a lost connection are not: a
+// retry may succeed.
+func refusesWrites(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "53100", // disk_full
+		"25006", // read_only_sql_transaction
+		"42P01", // undefined_table
+		"42703", // undefined_column
+		"3D000", // invalid_catalog_name
+		"42501", // insufficient_privilege
+		"58030": // io_error
+		return true
+	}
+	return false
+}
+
+func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult) error {
 	if len(results) == 0 {
 		return nil
 	}
