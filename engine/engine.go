@@ -290,7 +290,6 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 			// The stored record still says running: the run cannot be
 			// called completed.
 			r.opts.Logger.Error("run record not updated", "run", rec.ID, "err", err)
-			s.PersistErrors++
 			s.Status, s.CompletedWithErrors = evalrun.RunFailed, false
 			recErr := fmt.Errorf("its final record (status %s) could not be stored: %w", rec.Status, err)
 			switch {
