@@ -80,8 +80,11 @@ execution: {concurrency: 1}
 			if !strings.Contains(stderr, "failed: the store refuses to save results") {
 				t.Errorf("the verdict does not say why the run failed:\n%s", stderr)
 			}
-			if n > 6 {
-				t.Errorf("the target got %d requests: the run went on after the store refused results", n)
+			mu.Lock()
+			requests := n
+			mu.Unlock()
+			if requests > 6 {
+				t.Errorf("the target got %d requests: the run went on after the store refused results", requests)
 			}
 			id := strings.Fields(stderr)[1]
 			// The store no longer opens (its schema is broken): read its run
