@@ -75,8 +75,8 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tmp_results"}, resultCols, pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
 		r := results[i]
-		return []any{r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output), r.Error, string(r.ErrorKind), r.Attempts, r.RetryCount,
-			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.TraceID, r.CacheHit,
+		return []any{r.RunID, r.Index, r.Repeat, pgText(r.ItemID), blob(r.Output), pgText(r.Error), string(r.ErrorKind), r.Attempts, r.RetryCount,
+			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, pgText(r.TraceID), r.CacheHit,
 			ts(r.StartedAt), ts(r.CompletedAt)}, nil
 	})); err != nil {
 		return fmt.Errorf("write results: copy: %w", err)
@@ -127,8 +127,8 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	var scores [][]any
 	for _, r := range results {
 		for pos, sc := range r.Scores {
-			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, sc.Scorer, sc.Score, sc.Passed, sc.Reason,
-				sc.Error, string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
+			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, pgText(sc.Scorer), sc.Score, sc.Passed, pgText(sc.Reason),
+				pgText(sc.Error), string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
 		}
 	}
 	if len(scores) > 0 {
@@ -219,16 +219,16 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 				return err
 			}
 			r := &evalrun.ItemResult{
-				RunID: runID, Index: d.idx, Repeat: d.rep, ItemID: d.itemID, Error: d.errMsg,
+				RunID: runID, Index: d.idx, Repeat: d.rep, ItemID: fromPGText(d.itemID), Error: fromPGText(d.errMsg),
 				ErrorKind: evalrun.ErrorKind(d.errKind), Attempts: d.attempts, RetryCount: d.retries,
-				Latency: time.Duration(d.latency), Usage: copyUsage(d.usage), TraceID: d.trace, CacheHit: d.cacheHit,
+				Latency: time.Duration(d.latency), Usage: copyUsage(d.usage), TraceID: fromPGText(d.trace), CacheHit: d.cacheHit,
 				StartedAt: fromTS(d.started), CompletedAt: fromTS(d.completed),
 			}
 			if len(d.output) > 0 {
 				r.Output = d.output
 			}
 			if d.itemRow != nil {
-				it := &evalrun.Item{ID: d.itemID, Input: d.input}
+				it := &evalrun.Item{ID: fromPGText(d.itemID), Input: d.input}
 				if len(d.expected) > 0 {
 					it.Expected = d.expected
 				}
@@ -244,8 +244,8 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 				cur.Scores = make([]evalrun.ScorerResult, 0, max(len(run.Scorers), 1))
 			}
 			cur.Scores = append(cur.Scores, evalrun.ScorerResult{
-				Scorer: deref(d.scorer), Score: copyFloat(d.score), Passed: d.passed != nil && *d.passed, Reason: deref(d.reason),
-				Error: deref(d.scErr), ErrorKind: evalrun.ErrorKind(deref(d.scKind)), Usage: copyUsage(d.scUsage),
+				Scorer: fromPGText(deref(d.scorer)), Score: copyFloat(d.score), Passed: d.passed != nil && *d.passed, Reason: fromPGText(deref(d.reason)),
+				Error: fromPGText(deref(d.scErr)), ErrorKind: evalrun.ErrorKind(deref(d.scKind)), Usage: copyUsage(d.scUsage),
 			})
 		}
 	}

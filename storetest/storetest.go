@@ -75,6 +75,8 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ReportReplace", testReportReplace},
 		{"ReportMissing", testReportMissing},
 		{"CloseTwice", testCloseTwice},
+		{"ImportNULID", testImportNULID},
+		{"NULTextRoundTrip", testNULTextRoundTrip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
