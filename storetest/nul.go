@@ -70,3 +70,21 @@ func testNULTextRoundTrip(t *testing.T, s evalrun.Store) {
 		t.Fatalf("run error %q (%v), want %q", rec.Error, err, r.Error)
 	}
 }
+
+// testNULRunRecord: a run whose name, target name and scorer names hold NUL
+// (a suite's strings can) is created and read back exactly, by every store.
+func testNULRunRecord(t *testing.T, s evalrun.Store) {
+	r := testRun("r-nul", "qa", 1, base)
+	r.Name = "suite " + nulText
+	r.Target.Name = "sh -c " + nulText
+	r.Scorers[1].Name = "judge" + nulText
+	mustCreateRun(t, s, r)
+	got, err := s.GetRun(t.Context(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, got, r)
+	if got.Scorers[1].Name != r.Scorers[1].Name {
+		t.Fatalf("scorer name %q, want %q", got.Scorers[1].Name, r.Scorers[1].Name)
+	}
+}

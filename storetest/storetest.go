@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"CloseTwice", testCloseTwice},
 		{"ImportNULID", testImportNULID},
 		{"NULTextRoundTrip", testNULTextRoundTrip},
+		{"NULRunRecord", testNULRunRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
