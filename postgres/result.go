@@ -29,11 +29,7 @@ var (
 // An error of a class that refuses every write (see refusesWrites) is
 // marked [evalrun.ErrStoreUnavailable].
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
-	err := s.writeResults(ctx, results)
-	if refusesWrites(err) {
-		return sqlstore.Unavailable(err)
-	}
-	return err
+	return sqlstore.MarkUnavailable(s.writeResults(ctx, results), refusesWrites)
 }
 
 // refusesWrites reports whether err is a server error of a class that

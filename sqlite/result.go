@@ -69,11 +69,7 @@ type resultKey struct {
 // An error of a class that refuses every write (see refusesWrites) is
 // marked [evalrun.ErrStoreUnavailable].
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
-	err := s.writeResults(ctx, results)
-	if refusesWrites(err) {
-		return sqlstore.Unavailable(err)
-	}
-	return err
+	return sqlstore.MarkUnavailable(s.writeResults(ctx, results), refusesWrites)
 }
 
 // refusesWrites reports whether err is of a class that every write will

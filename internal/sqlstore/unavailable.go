@@ -2,13 +2,14 @@ package sqlstore
 
 import "github.com/evalrun/evalrun"
 
-// Unavailable returns err marked as [evalrun.ErrStoreUnavailable] (errors.Is
-// finds both), with err's text unchanged; nil stays nil. The backends call
-// it on the error classes that refuse every write (disk full, read-only
-// database, missing table), which they recognise by their driver's codes.
-func Unavailable(err error) error {
-	if err == nil {
-		return nil
+// MarkUnavailable returns err marked as [evalrun.ErrStoreUnavailable]
+// (errors.Is finds both, the text is unchanged) when refusesWrites says it
+// is of a class that refuses every write (disk full, read-only database,
+// missing table), which each backend recognises by its driver's codes; any
+// other err, nil included, is returned as it is.
+func MarkUnavailable(err error, refusesWrites func(error) bool) error {
+	if err == nil || !refusesWrites(err) {
+		return err
 	}
 	return &unavailable{err}
 }
