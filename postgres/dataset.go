@@ -18,8 +18,8 @@ import (
 // on the dataset's name so that concurrent imports take turns.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
-	if name == "" {
-		return zero, false, fmt.Errorf("import dataset: empty name: %w", evalrun.ErrInvalid)
+	if err := dataset.CheckName(name); err != nil {
+		return zero, false, fmt.Errorf("import dataset: %w", err)
 	}
 	fail := func(err error) (evalrun.DatasetVersion, bool, error) {
 		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)

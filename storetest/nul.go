@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/evalrun/evalrun"
@@ -86,5 +87,17 @@ func testNULRunRecord(t *testing.T, s evalrun.Store) {
 	checkRun(t, got, r)
 	if got.Scorers[1].Name != r.Scorers[1].Name {
 		t.Fatalf("scorer name %q, want %q", got.Scorers[1].Name, r.Scorers[1].Name)
+	}
+}
+
+// testImportNULName: a dataset name holding NUL is refused alike by every
+// store (ErrInvalid), and nothing is stored.
+func testImportNULName(t *testing.T, s evalrun.Store) {
+	_, _, err := s.ImportDataset(t.Context(), "qa\x00x", makeItems(1))
+	if !errors.Is(err, evalrun.ErrInvalid) {
+		t.Fatalf("ImportDataset with a NUL in its name: %v, want ErrInvalid", err)
+	}
+	if ds, err := s.ListDatasets(t.Context()); err != nil || len(ds) != 0 {
+		t.Fatalf("datasets after the refused import: %v %v", ds, err)
 	}
 }

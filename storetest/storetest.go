@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ImportNULID", testImportNULID},
 		{"NULTextRoundTrip", testNULTextRoundTrip},
 		{"NULRunRecord", testNULRunRecord},
+		{"ImportNULName", testImportNULName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
