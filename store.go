@@ -4,8 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"time"
 )
+
+// ErrStoreUnavailable marks a store error that retrying cannot fix and
+// that every later write will meet too: the disk is full, the database is
+// read-only, its schema is missing. Stores wrap such errors with it (keeping
+// their text); the engine stops a run at the first one instead of
+// executing items whose results cannot be kept.
+var ErrStoreUnavailable = errors.New("the store refuses writes")
 
 // DatasetStore keeps datasets as immutable, numbered versions. A version
 // stores only what changed (item history with valid-from / valid-to

@@ -161,7 +161,14 @@ func (r *runner) execute(parent context.Context) *evalrun.Summary {
 
 	var w *resultWriter
 	if r.store != nil {
-		w = newResultWriter(r.store, r.opts)
+		w = newResultWriter(r.store, r.opts, func(err error) {
+			// Items whose results cannot be kept are not worth running.
+			cause := fmt.Errorf("%w: %w", ErrStoreFailed, err)
+			cancel(cause)
+			if r.opts.OnStoreFailure != nil {
+				r.opts.OnStoreFailure(cause)
+			}
+		})
 		w.start(ctx)
 	}
 	if !r.opts.DiscardResults {
@@ -249,6 +256,8 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 	}
 	cause := context.Cause(ctx)
 	switch {
+	case errors.Is(cause, ErrStoreFailed):
+		s.Status, s.Err = evalrun.RunFailed, cause
 	case errors.Is(cause, ErrStrict):
 		s.Status, s.Err = evalrun.RunFailed, cause
 	case s.Skipped > 0 && ctx.Err() != nil:
@@ -281,8 +290,19 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 	if r.store != nil {
 		// The final record is written even when the caller cancelled.
 		if err := r.store.UpdateRun(context.WithoutCancel(parent), rec); err != nil {
+			// The stored record still says running: the run cannot be
+			// called completed.
 			r.opts.Logger.Error("run record not updated", "run", rec.ID, "err", err)
-			s.PersistErrors++
+			s.Status, s.CompletedWithErrors = evalrun.RunFailed, false
+			recErr := fmt.Errorf("its final record (status %s) could not be stored: %w", rec.Status, err)
+			switch {
+			case errors.Is(s.Err, ErrStoreFailed):
+				s.Err = fmt.Errorf("%w; %w", s.Err, recErr)
+			case s.Err != nil:
+				s.Err = fmt.Errorf("%w; %w: %w", s.Err, ErrStoreFailed, recErr)
+			default:
+				s.Err = fmt.Errorf("%w: %w", ErrStoreFailed, recErr)
+			}
 		}
 	}
 	return s

@@ -19,7 +19,9 @@ type fakeStore struct {
 	// onWrite, when set, is called (without the lock) before a write;
 	// an error refuses the batch.
 	onWrite func(call int, batch []*evalrun.ItemResult) error
-	updates []evalrun.Run
+	// onUpdate, when set, is called before UpdateRun; an error refuses it.
+	onUpdate func(r *evalrun.Run) error
+	updates  []evalrun.Run
 }
 
 func newFakeStore() *fakeStore {
@@ -37,6 +39,11 @@ func (s *fakeStore) CreateRun(_ context.Context, r *evalrun.Run) error {
 }
 
 func (s *fakeStore) UpdateRun(_ context.Context, r *evalrun.Run) error {
+	if s.onUpdate != nil {
+		if err := s.onUpdate(r); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; !ok {

@@ -147,6 +147,12 @@ type Options struct {
 	WriterBuffer      int
 	WriterBufferBytes int64
 	FlushInterval     time.Duration
+	// OnStoreFailure, when set, is called once, as soon as the store is
+	// found to refuse results (its error is marked
+	// evalrun.ErrStoreUnavailable, or batch after batch is refused): the
+	// run then stops and ends failed with err, which wraps ErrStoreFailed.
+	// It runs on the writer's goroutine; keep it fast.
+	OnStoreFailure func(err error)
 	// Logger receives persistence failures and panics; nil discards.
 	Logger *slog.Logger
 	// Clock is used for every wait; nil means the system clock.

@@ -90,8 +90,8 @@ func (s *Store) CountItemRows(_ context.Context, name string) (int, error) {
 
 // ImportDataset implements [evalrun.DatasetStore].
 func (s *Store) ImportDataset(_ context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
-	if name == "" {
-		return evalrun.DatasetVersion{}, false, fmt.Errorf("import dataset: empty name: %w", evalrun.ErrInvalid)
+	if err := dataset.CheckName(name); err != nil {
+		return evalrun.DatasetVersion{}, false, fmt.Errorf("import dataset: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

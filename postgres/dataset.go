@@ -18,8 +18,8 @@ import (
 // on the dataset's name so that concurrent imports take turns.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
-	if name == "" {
-		return zero, false, fmt.Errorf("import dataset: empty name: %w", evalrun.ErrInvalid)
+	if err := dataset.CheckName(name); err != nil {
+		return zero, false, fmt.Errorf("import dataset: %w", err)
 	}
 	fail := func(err error) (evalrun.DatasetVersion, bool, error) {
 		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
@@ -91,7 +91,7 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 				rowErr = fmt.Errorf("item %q: %w", r.Item.ID, err)
 				return nil, rowErr
 			}
-			return []any{name, r.Item.ID, v.Version, r.Key, r.Hash, []byte(r.Item.Input), blob(r.Item.Expected), blob(meta)}, nil
+			return []any{name, pgText(r.Item.ID), v.Version, r.Key, r.Hash, []byte(r.Item.Input), blob(r.Item.Expected), blob(meta)}, nil
 		}))
 	if rowErr != nil {
 		return fail(rowErr)
@@ -118,6 +118,7 @@ func currentRows(ctx context.Context, tx pgx.Tx, name string) ([]dataset.Row, er
 		if err := rows.Scan(&r.Ref, &r.ID, &r.Key, &r.Hash); err != nil {
 			return nil, err
 		}
+		r.ID = fromPGText(r.ID)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -245,6 +246,7 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 		if err := rows.Scan(&it.ID, &input, &expected, &meta); err != nil {
 			return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
 		}
+		it.ID = fromPGText(it.ID)
 		it.Input = input
 		if len(expected) > 0 {
 			it.Expected = expected

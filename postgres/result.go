@@ -9,6 +9,7 @@ import (
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -24,7 +25,38 @@ var (
 // scores are copied in. Of a key repeated within the batch, the last result
 // wins. It returns an error wrapping ErrNotFound, writing nothing, when a
 // result's run does not exist.
+//
+// An error of a class that refuses every write (see refusesWrites) is
+// marked [evalrun.ErrStoreUnavailable].
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	return sqlstore.MarkUnavailable(s.writeResults(ctx, results), refusesWrites)
+}
+
+// refusesWrites reports whether err is a server error of a class that
+// every write will meet until someone acts: disk full, a read-only
+// transaction (a standby, default_transaction_read_only), a missing table or
+// column or database, missing privileges, an I/O error. Too many
+// connections, a serialization failure or a lost connection are not: a
+// retry may succeed.
+func refusesWrites(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "53100", // disk_full
+		"25006", // read_only_sql_transaction
+		"42P01", // undefined_table
+		"42703", // undefined_column
+		"3D000", // invalid_catalog_name
+		"42501", // insufficient_privilege
+		"58030": // io_error
+		return true
+	}
+	return false
+}
+
+func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -39,8 +71,8 @@ func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tmp_results"}, resultCols, pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
 		r := results[i]
-		return []any{r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output), r.Error, string(r.ErrorKind), r.Attempts, r.RetryCount,
-			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.TraceID, r.CacheHit,
+		return []any{r.RunID, r.Index, r.Repeat, pgText(r.ItemID), blob(r.Output), pgText(r.Error), string(r.ErrorKind), r.Attempts, r.RetryCount,
+			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, pgText(r.TraceID), r.CacheHit,
 			ts(r.StartedAt), ts(r.CompletedAt)}, nil
 	})); err != nil {
 		return fmt.Errorf("write results: copy: %w", err)
@@ -91,8 +123,8 @@ func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult)
 	var scores [][]any
 	for _, r := range results {
 		for pos, sc := range r.Scores {
-			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, sc.Scorer, sc.Score, sc.Passed, sc.Reason,
-				sc.Error, string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
+			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, pgText(sc.Scorer), sc.Score, sc.Passed, pgText(sc.Reason),
+				pgText(sc.Error), string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
 		}
 	}
 	if len(scores) > 0 {
@@ -183,16 +215,16 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 				return err
 			}
 			r := &evalrun.ItemResult{
-				RunID: runID, Index: d.idx, Repeat: d.rep, ItemID: d.itemID, Error: d.errMsg,
+				RunID: runID, Index: d.idx, Repeat: d.rep, ItemID: fromPGText(d.itemID), Error: fromPGText(d.errMsg),
 				ErrorKind: evalrun.ErrorKind(d.errKind), Attempts: d.attempts, RetryCount: d.retries,
-				Latency: time.Duration(d.latency), Usage: copyUsage(d.usage), TraceID: d.trace, CacheHit: d.cacheHit,
+				Latency: time.Duration(d.latency), Usage: copyUsage(d.usage), TraceID: fromPGText(d.trace), CacheHit: d.cacheHit,
 				StartedAt: fromTS(d.started), CompletedAt: fromTS(d.completed),
 			}
 			if len(d.output) > 0 {
 				r.Output = d.output
 			}
 			if d.itemRow != nil {
-				it := &evalrun.Item{ID: d.itemID, Input: d.input}
+				it := &evalrun.Item{ID: fromPGText(d.itemID), Input: d.input}
 				if len(d.expected) > 0 {
 					it.Expected = d.expected
 				}
@@ -208,8 +240,8 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 				cur.Scores = make([]evalrun.ScorerResult, 0, max(len(run.Scorers), 1))
 			}
 			cur.Scores = append(cur.Scores, evalrun.ScorerResult{
-				Scorer: deref(d.scorer), Score: copyFloat(d.score), Passed: d.passed != nil && *d.passed, Reason: deref(d.reason),
-				Error: deref(d.scErr), ErrorKind: evalrun.ErrorKind(deref(d.scKind)), Usage: copyUsage(d.scUsage),
+				Scorer: fromPGText(deref(d.scorer)), Score: copyFloat(d.score), Passed: d.passed != nil && *d.passed, Reason: fromPGText(deref(d.reason)),
+				Error: fromPGText(deref(d.scErr)), ErrorKind: evalrun.ErrorKind(deref(d.scKind)), Usage: copyUsage(d.scUsage),
 			})
 		}
 	}

@@ -19,10 +19,12 @@ func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 	if run.ID == "" {
 		return fmt.Errorf("create run: empty id: %w", evalrun.ErrInvalid)
 	}
-	scorers := run.Scorers
-	if scorers == nil {
-		scorers = []evalrun.ScorerInfo{}
+	// jsonb refuses \u0000 as text refuses NUL: names go through pgText.
+	scorers := make([]evalrun.ScorerInfo, len(run.Scorers))
+	for i, sc := range run.Scorers {
+		scorers[i] = evalrun.ScorerInfo{Name: pgText(sc.Name), Kind: pgText(sc.Kind), Threshold: sc.Threshold}
 	}
+	target := evalrun.TargetInfo{Kind: pgText(run.Target.Kind), Name: pgText(run.Target.Name)}
 	created := run.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
@@ -30,8 +32,8 @@ func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 	tag, err := db.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
 		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (id) DO NOTHING`,
-		run.ID, run.Name, run.Dataset, run.DatasetVersion, run.Target, scorers, blob(run.Config),
-		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, run.Error,
+		run.ID, pgText(run.Name), run.Dataset, run.DatasetVersion, target, scorers, blob(run.Config),
+		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, pgText(run.Error),
 		created, ts(run.StartedAt), ts(run.CompletedAt))
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
@@ -47,7 +49,7 @@ func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, total = $3, succeeded = $4, failed = $5, skipped = $6,
 		persist_errors = $7, error = $8, started_at = $9, completed_at = $10, concurrency = $11 WHERE id = $1`,
-		run.ID, string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Error,
+		run.ID, string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, pgText(run.Error),
 		ts(run.StartedAt), ts(run.CompletedAt), run.Concurrency)
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", run.ID, err)
@@ -71,6 +73,11 @@ func scanRun(row pgx.Row) (*evalrun.Run, error) {
 		return nil, err
 	}
 	r.Status = evalrun.RunStatus(status)
+	r.Error, r.Name = fromPGText(r.Error), fromPGText(r.Name)
+	r.Target = evalrun.TargetInfo{Kind: fromPGText(r.Target.Kind), Name: fromPGText(r.Target.Name)}
+	for i, sc := range r.Scorers {
+		r.Scorers[i].Name, r.Scorers[i].Kind = fromPGText(sc.Name), fromPGText(sc.Kind)
+	}
 	if len(r.Scorers) == 0 {
 		r.Scorers = nil
 	}

@@ -1,7 +1,8 @@
 // Package retry runs an operation again after transient errors, with
 // exponential back-off, jitter and respect for a server's Retry-After. The
-// engine uses it for targets and the LLM judge for its model calls, so both
-// follow one policy and report true attempt counts.
+// engine uses it for targets and for the result writer's store calls, the
+// LLM judge for its model calls, so all follow one policy and report true
+// attempt counts.
 //
 // It is written here rather than taken from a back-off library because the
 // wait must go through an injectable [evalrun.Clock] (tests prove
@@ -32,6 +33,10 @@ type Policy struct {
 	// Jitter returns a random duration in [0, max); nil means uniform
 	// random. Tests set it to make waits exact.
 	Jitter func(max time.Duration) time.Duration
+	// Retryable says whether an error is worth another attempt; nil means
+	// evalrun.IsTransient. The result writer sets it: a store's errors are
+	// not classified as transient or permanent the way a target's are.
+	Retryable func(error) bool
 }
 
 // Backoff returns how long to wait before retry n (0 for the first retry)
@@ -55,8 +60,8 @@ func (p Policy) Backoff(n int, err error) time.Duration {
 	return d
 }
 
-// Do calls fn until it returns nil or a non-transient error (see
-// evalrun.IsTransient), or MaxRetries retries are spent, waiting
+// Do calls fn until it returns nil or an error not worth retrying
+// ([Policy.Retryable], by default evalrun.IsTransient), or MaxRetries retries are spent, waiting
 // [Policy.Backoff] between attempts. Cancellation of ctx is checked before
 // every attempt and ends a wait at once; fn is never started on a done ctx.
 //
@@ -68,13 +73,17 @@ func Do(ctx context.Context, p Policy, fn func(ctx context.Context, attempt int)
 	if clock == nil {
 		clock = evalrun.SystemClock
 	}
+	retryable := p.Retryable
+	if retryable == nil {
+		retryable = evalrun.IsTransient
+	}
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
 			return attempts, context.Cause(ctx)
 		}
 		attempts++
 		err = fn(ctx, attempt)
-		if err == nil || !evalrun.IsTransient(err) || attempt >= p.MaxRetries {
+		if err == nil || !retryable(err) || attempt >= p.MaxRetries {
 			return attempts, err
 		}
 		if ctx.Err() != nil {

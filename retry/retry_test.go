@@ -88,3 +88,31 @@ func TestDoStopsOnCancel(t *testing.T) {
 		t.Fatalf("attempts %d on a done context", n)
 	}
 }
+
+// Retryable replaces the transient test: a plain error it accepts is
+// retried, one it refuses is not.
+func TestDoRetryable(t *testing.T) {
+	full := errors.New("disk full")
+	blip := errors.New("locked")
+	policy := retry.Policy{MaxRetries: 3, Delay: time.Millisecond, Jitter: noJitter,
+		Retryable: func(err error) bool { return !errors.Is(err, full) }}
+	for _, c := range []struct {
+		name     string
+		errs     []error
+		attempts int
+		ok       bool
+	}{
+		{"plain error retried", []error{blip, blip, nil}, 3, true},
+		{"refused error not retried", []error{full, nil}, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &instant{}
+			p := policy
+			p.Clock = clock
+			n, err := retry.Do(context.Background(), p, func(_ context.Context, attempt int) error { return c.errs[attempt] })
+			if n != c.attempts || (err == nil) != c.ok || len(clock.waits) != c.attempts-1 {
+				t.Fatalf("attempts %d err %v waits %v", n, err, clock.waits)
+			}
+		})
+	}
+}

@@ -17,8 +17,8 @@ import (
 // the plan in one transaction.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
-	if name == "" {
-		return zero, false, fmt.Errorf("import dataset: empty name: %w", evalrun.ErrInvalid)
+	if err := dataset.CheckName(name); err != nil {
+		return zero, false, fmt.Errorf("import dataset: %w", err)
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 )
@@ -62,7 +65,32 @@ type resultKey struct {
 // range query per run of the batch) is replaced along with its scores; of a
 // key repeated within the batch, the last result wins. It returns an error
 // wrapping ErrNotFound, writing nothing, when a result's run does not exist.
+//
+// An error of a class that refuses every write (see refusesWrites) is
+// marked [evalrun.ErrStoreUnavailable].
 func (s *Store) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	return sqlstore.MarkUnavailable(s.writeResults(ctx, results), refusesWrites)
+}
+
+// refusesWrites reports whether err is of a class that every write will
+// meet until someone acts: a full disk, a read-only file or database, an
+// I/O error, a damaged file, or SQLITE_ERROR, which the store's fixed
+// statements meet only when the schema is missing (a table dropped, a file
+// that is not evalrun's). A locked database or a constraint is not.
+func refusesWrites(err error) bool {
+	var se *sqlitedrv.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT,
+		sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_ERROR:
+		return true
+	}
+	return false
+}
+
+func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult) error {
 	if len(results) == 0 {
 		return nil
 	}

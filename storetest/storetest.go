@@ -75,6 +75,10 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ReportReplace", testReportReplace},
 		{"ReportMissing", testReportMissing},
 		{"CloseTwice", testCloseTwice},
+		{"ImportNULID", testImportNULID},
+		{"NULTextRoundTrip", testNULTextRoundTrip},
+		{"NULRunRecord", testNULRunRecord},
+		{"ImportNULName", testImportNULName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -200,6 +200,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
 	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
+	opts.OnStoreFailure = func(err error) { st.storeFailedNow(prog, err) }
 	sum, err := engine.Run(runCtx, store, engine.Spec{Run: rec, Items: p.items, Target: p.target,
 		Scorers: p.suite.Scorers(), Options: opts})
 	stopWatch()
@@ -212,13 +213,21 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	bg := context.WithoutCancel(ctx)
 	var rep *report.Report
 	var src *report.ItemSource // nil: rep holds its item rows
-	if sum.Results != nil && !p.resume {
+	storeFailed := errors.Is(sum.Err, engine.ErrStoreFailed)
+	if sum.Results != nil && (!p.resume || storeFailed) {
 		rep = report.Build(rec, sum.Results)
 	} else if rep, src, err = storedReport(bg, store, rec.ID); err != nil {
+		if storeFailed {
+			return st.resultsLost(sum, err)
+		}
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
-	st.saveReport(bg, store, rep)
+	if storeFailed {
+		st.whereResultsAre(sum, files, writeErr, p.resume)
+	} else {
+		st.saveReport(bg, store, rep)
+	}
 	return errors.Join(writeErr, st.verdict(rep, sum, p, context.Cause(runCtx)))
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,4 +102,53 @@ func (st *State) saveReportIfMissing(ctx context.Context, store any, rep *report
 		return // stored already, or the store cannot tell: leave it
 	}
 	st.saveReport(ctx, store, rep)
+}
+
+// storeFailedNow says, as soon as the engine finds that the store refuses
+// results, why and what happens now: once, not per result, above the
+// progress display.
+func (st *State) storeFailedNow(prog *progress, err error) {
+	if prog.bar != nil {
+		_ = prog.bar.Clear()
+	}
+	fmt.Fprintf(st.Stderr, "error: storage: %v\n  stopping the run: no more items are executed, as their results could not be saved\n", err)
+}
+
+// whereResultsAre tells, after a run stopped because its store refuses
+// results, where the results that exist are: the -o reports, written from
+// the results held in memory, or nowhere (lost) when none was asked for or
+// results were not retained.
+func (st *State) whereResultsAre(sum *evalrun.Summary, files []reportFile, writeErr error, resumed bool) {
+	lost := sum.PersistErrors
+	if sum.Results == nil {
+		fmt.Fprintf(st.Stderr, "results: results are not retained (--no-retain or retain_results: false), so the %d the store refused are lost; the report covers only what it holds\n", lost)
+		return
+	}
+	scope := "this run's"
+	if resumed {
+		scope = "this session's"
+	}
+	switch {
+	case len(files) == 0:
+		fmt.Fprintf(st.Stderr, "results: %d results are not in the database and no -o file was given: they are lost (the summary above was built from memory; -o FILE keeps them next time)\n", lost)
+	case writeErr != nil:
+		fmt.Fprintf(st.Stderr, "results: %d of %s %d results are not in the database; the -o reports written above hold all of them (built from memory)\n",
+			lost, scope, len(sum.Results))
+	default:
+		paths := make([]string, len(files))
+		for i, f := range files {
+			paths[i] = f.path
+		}
+		fmt.Fprintf(st.Stderr, "results: %d of %s %d results are not in the database; all of them are in %s (built from memory)\n",
+			lost, scope, len(sum.Results), strings.Join(paths, ", "))
+	}
+}
+
+// resultsLost is the end of a run whose store refused results and whose
+// results were not retained, when the store cannot even be read back.
+func (st *State) resultsLost(sum *evalrun.Summary, readErr error) error {
+	fmt.Fprintf(st.Stderr, "run %s failed: %v\n", sum.RunID, sum.Err)
+	fmt.Fprintf(st.Stderr, "results: the store cannot be read back either (%v): no report could be built, and the %d results it refused are lost\n",
+		readErr, sum.PersistErrors)
+	return quietExit(ExitFailed, sum.Err)
 }
