@@ -36,7 +36,8 @@ func (ItemArgs) Kind() string { return Kind }
 // processes starting at once ("evalrvr").
 const migrationLock = 0x6576616c727672
 
-// Migrate applies River's schema migrations to the database of pool. It is
+// Migrate applies River's schema migrations to the database of pool, and
+// creates evalrun's worker heartbeat table (liveness.go). It is
 // idempotent and safe to call from many processes at once: they take turns
 // under an advisory lock. [NewCoordinator] and [NewWorker] call it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
@@ -59,6 +60,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}()
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("river migrations: %w", err)
+	}
+	if _, err := conn.Exec(ctx, heartbeatTable); err != nil {
+		return fmt.Errorf("river migrations: worker heartbeats: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -18,11 +20,7 @@ import (
 
 // Defaults applied to zero-valued [WorkerOptions] fields.
 const (
-	DefaultConcurrency = 10
-	// DefaultRescueAfter is how long a job may run before River considers
-	// its worker dead and makes it available again. It must exceed the
-	// longest item_timeout (plus scoring) of the runs the workers execute.
-	DefaultRescueAfter   = 15 * time.Minute
+	DefaultConcurrency   = 10
 	DefaultStopTimeout   = 30 * time.Second
 	DefaultMaxAttempts   = 10
 	DefaultFetchCooldown = 10 * time.Millisecond
@@ -59,13 +57,16 @@ type WorkerOptions struct {
 	Concurrency int
 	// Queues are the River queues worked; nil means [DefaultQueue].
 	Queues []string
-	// RescueAfter is how long a job may be running before River makes it
-	// available again (its worker is presumed dead); 0 means
-	// DefaultRescueAfter. A job's context is cancelled after 90% of it
-	// (River's job timeout; the job then returns to the queue), so keep it
-	// well above the longest item_timeout plus scoring. The elected leader
-	// among the workers applies its own value: give every worker the same.
-	RescueAfter time.Duration
+	// HeartbeatInterval is how often the worker records that it is alive
+	// and takes back the jobs of dead workers; 0 means
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// DeadAfter is how long this worker may go without a heartbeat before
+	// the others presume it dead and run its jobs again; 0 means
+	// DefaultDeadAfter. It must be at least twice HeartbeatInterval. It
+	// bounds nothing about a live worker: its items run as long as they
+	// take (item_timeout applies).
+	DeadAfter time.Duration
 	// StopTimeout is the grace period of Stop: in-flight jobs get this
 	// long to finish before their context is cancelled (they then return
 	// to the queue); 0 means DefaultStopTimeout.
@@ -82,7 +83,8 @@ type WorkerOptions struct {
 	// CachedRuns bounds the runs kept built at once; 0 means
 	// DefaultCachedRuns.
 	CachedRuns int
-	// ID names the worker in River (unique per process); "" generates one.
+	// ID names the worker in River and in the heartbeat table (unique per
+	// process); "" generates one from the host name and process id.
 	ID string
 	// Logger receives job failures; nil discards.
 	Logger *slog.Logger
@@ -98,6 +100,11 @@ type Worker struct {
 	opts    WorkerOptions
 	client  *river.Client[pgx.Tx]
 	runs    *runCache
+
+	// stopBeating ends the heartbeat loop; beatingDone is closed once it
+	// has ended.
+	stopBeating context.CancelFunc
+	beatingDone chan struct{}
 
 	stopOnce sync.Once
 	stopErr  error
@@ -119,8 +126,18 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	if len(opts.Queues) == 0 {
 		opts.Queues = []string{DefaultQueue}
 	}
-	if opts.RescueAfter <= 0 {
-		opts.RescueAfter = DefaultRescueAfter
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	if opts.DeadAfter < 2*opts.HeartbeatInterval {
+		return nil, fmt.Errorf("%w: worker: dead-after %s must be at least twice the heartbeat interval %s, or one late heartbeat would take a live worker's jobs",
+			evalrun.ErrInvalid, opts.DeadAfter, opts.HeartbeatInterval)
+	}
+	if opts.ID == "" {
+		opts.ID = defaultWorkerID()
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = DefaultStopTimeout
@@ -157,16 +174,17 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		ID:      opts.ID,
 		Queues:  queues,
 		Workers: workers,
-		// River rescues only jobs with a finite timeout; past it River
-		// cancels the job's context, and it goes back to the queue.
-		JobTimeout:           opts.RescueAfter * 9 / 10,
-		RescueStuckJobsAfter: opts.RescueAfter,
-		MaxAttempts:          opts.MaxAttempts,
-		FetchCooldown:        opts.FetchCooldown,
-		FetchPollInterval:    opts.FetchPollInterval,
-		SoftStopTimeout:      opts.StopTimeout,
-		Logger:               opts.Logger,
-		TestOnly:             opts.testOnly,
+		// No River job timeout: an item runs as long as item_timeout and
+		// its scorers allow, and River's age-based rescuer ignores jobs
+		// without a timeout. Dead workers are detected by heartbeat
+		// instead (liveness.go).
+		JobTimeout:        -1,
+		MaxAttempts:       opts.MaxAttempts,
+		FetchCooldown:     opts.FetchCooldown,
+		FetchPollInterval: opts.FetchPollInterval,
+		SoftStopTimeout:   opts.StopTimeout,
+		Logger:            opts.Logger,
+		TestOnly:          opts.testOnly,
 	})
 	if err != nil {
 		return nil, err
@@ -175,13 +193,65 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	return w, nil
 }
 
-// Start starts fetching and working jobs; it returns at once. Cancelling
-// ctx stops the worker as Stop does.
+// ID returns the worker's id (River's client id, attempted_by of its jobs).
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Start records the worker's first heartbeat, then starts beating and
+// fetching and working jobs; it returns at once. Cancelling ctx stops the
+// worker as Stop does.
 func (w *Worker) Start(ctx context.Context) error {
-	if err := w.client.Start(ctx); err != nil {
+	pool := w.store.Pool()
+	if err := beat(ctx, pool, w.opts.ID, w.opts.DeadAfter); err != nil {
 		return fmt.Errorf("worker: start: %w", err)
 	}
+	if err := w.client.Start(ctx); err != nil {
+		_ = retire(context.WithoutCancel(ctx), pool, w.opts.ID)
+		return fmt.Errorf("worker: start: %w", err)
+	}
+	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopBeating, w.beatingDone = stop, make(chan struct{})
+	go w.beatUntilStopped(bctx)
 	return nil
+}
+
+// beatUntilStopped writes the worker's heartbeat and takes back the jobs
+// of dead workers every HeartbeatInterval until the River client has
+// stopped (its jobs are then back in the queue) or Stop ends it; it then
+// retires the worker's heartbeat.
+func (w *Worker) beatUntilStopped(ctx context.Context) {
+	defer close(w.beatingDone)
+	pool, id := w.store.Pool(), w.opts.ID
+	ticker := time.NewTicker(w.opts.HeartbeatInterval)
+	defer ticker.Stop()
+	var lastBeat time.Time
+	for {
+		if n, err := reapDead(ctx, pool, w.opts.DeadAfter); err != nil && ctx.Err() == nil {
+			w.opts.Logger.Warn("liveness check failed", "err", err)
+		} else if n > 0 {
+			w.opts.Logger.Warn("took back the jobs of dead workers", "jobs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.client.Stopped():
+			_ = retire(context.WithoutCancel(ctx), pool, id)
+			return
+		case <-ticker.C:
+		}
+		if err := beat(ctx, pool, id, w.opts.DeadAfter); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !lastBeat.IsZero() && time.Since(lastBeat) > w.opts.DeadAfter/2 {
+				w.opts.Logger.Error("heartbeat failing: past dead-after, other workers run this worker's jobs again",
+					"since", lastBeat, "dead_after", w.opts.DeadAfter, "err", err)
+			} else {
+				w.opts.Logger.Warn("heartbeat failed", "err", err)
+			}
+			continue
+		}
+		lastBeat = time.Now()
+	}
 }
 
 // Stop stops fetching jobs and waits for the jobs in flight: they get
@@ -194,6 +264,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 		err := w.client.Stop(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = w.client.StopAndCancel(context.WithoutCancel(ctx))
+		}
+		if w.stopBeating != nil {
+			// The jobs are back in the queue: the heartbeat can go.
+			w.stopBeating()
+			<-w.beatingDone
+			if rerr := retire(context.WithoutCancel(ctx), w.store.Pool(), w.opts.ID); rerr != nil && err == nil {
+				err = rerr
+			}
 		}
 		w.runs.closeAll()
 		if err != nil {
@@ -237,6 +315,17 @@ func (w *Worker) build(ctx context.Context, runID string) (*runState, error) {
 	st.items = items
 	st.repeat = max(opts.Repeat, 1)
 	return st, nil
+}
+
+// defaultWorkerID names a worker after its host and process, with a
+// random suffix so that a restarted process never inherits the heartbeat
+// of its predecessor.
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.N(1<<16))
 }
 
 func cmpLogger(a, b *slog.Logger) *slog.Logger {

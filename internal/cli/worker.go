@@ -15,9 +15,10 @@ func init() { register(newWorkerCmd) }
 
 func newWorkerCmd(st *State) *cobra.Command {
 	var (
-		concurrency              int
-		queues                   []string
-		rescueAfter, stopTimeout time.Duration
+		concurrency                       int
+		queues                            []string
+		heartbeat, deadAfter, stopTimeout time.Duration
+		rescueAfter                       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -41,23 +42,30 @@ requests/min shared by 3 workers, set rate_limit: 200/m. Adaptive concurrency
 
 SIGTERM or Ctrl-C stops gracefully: no new jobs; jobs in flight get
 --stop-timeout to finish, then are cancelled and go back to the queue for
-another worker. A worker killed outright (SIGKILL, power loss) loses nothing:
-its jobs are made available again after --rescue-after; give every worker the
-same value, well above the suites' item_timeout (a job still running past 90%
-of it is cancelled and retried).`,
+another worker. A worker killed outright (SIGKILL, OOM, power loss) loses
+nothing: every worker records a heartbeat in the database every --heartbeat,
+and the others run the jobs of a worker silent for --dead-after again (within
+about dead-after + heartbeat + 1 s: 24 s by default). A live worker's item is
+never taken from it, however long it runs.`,
 		Example: `  EVALRUN_DB=postgres://evalrun@db.internal/evalrun evalrun worker
   evalrun worker --db postgres://evalrun@db.internal/evalrun --concurrency 20
-  evalrun worker --queues evalrun,nightly --rescue-after 30m`,
+  evalrun worker --queues evalrun,nightly --dead-after 1m`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return st.worker(cmd, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
-				RescueAfter: rescueAfter, StopTimeout: stopTimeout})
+				HeartbeatInterval: heartbeat, DeadAfter: deadAfter, StopTimeout: stopTimeout})
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&concurrency, "concurrency", river.DefaultConcurrency, "items this worker executes at once (per queue)")
 	fl.StringSliceVar(&queues, "queues", []string{river.DefaultQueue}, "River queues to work, comma-separated")
-	fl.DurationVar(&rescueAfter, "rescue-after", river.DefaultRescueAfter, "a job running longer is presumed lost and run again (same value on every worker; above item_timeout)")
+	fl.DurationVar(&heartbeat, "heartbeat", river.DefaultHeartbeatInterval, "how often this worker records that it is alive and looks for dead workers")
+	fl.DurationVar(&deadAfter, "dead-after", river.DefaultDeadAfter, "others run this worker's jobs again after it has been silent this long (at least 2 × --heartbeat)")
+	// --rescue-after tuned River's age-based rescue, which took a live
+	// worker's slow item; liveness is by heartbeat now. Scripts passing it
+	// keep working.
+	fl.DurationVar(&rescueAfter, "rescue-after", 0, "")
+	_ = fl.MarkDeprecated("rescue-after", "dead workers are detected by heartbeat now; use --dead-after")
 	fl.DurationVar(&stopTimeout, "stop-timeout", river.DefaultStopTimeout, "on SIGTERM, how long jobs in flight may finish before they return to the queue")
 	return cmd
 }
@@ -68,6 +76,10 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	ctx := cmd.Context()
 	if opts.Concurrency < 1 {
 		return invalidf("--concurrency %d: must be at least 1", opts.Concurrency)
+	}
+	if opts.HeartbeatInterval <= 0 || opts.DeadAfter < 2*opts.HeartbeatInterval {
+		return invalidf("--heartbeat %s, --dead-after %s: the heartbeat must be positive and dead-after at least twice it",
+			opts.HeartbeatInterval, opts.DeadAfter)
 	}
 	pg, err := st.openPostgres(cmd)
 	if err != nil {
@@ -82,7 +94,7 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.Stderr, "worker started: concurrency %d, queues %v, storage %s\n", opts.Concurrency, opts.Queues, redactURL(st.dbURL(cmd)))
+	fmt.Fprintf(st.Stderr, "worker %s started: concurrency %d, queues %v, storage %s\n", w.ID(), opts.Concurrency, opts.Queues, redactURL(st.dbURL(cmd)))
 	<-ctx.Done()
 	fmt.Fprintf(st.Stderr, "worker stopping: waiting up to %s for the jobs in flight\n", opts.StopTimeout)
 	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
