@@ -165,12 +165,16 @@ func (b *testBuilder) Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.I
 	return items, err
 }
 
-// exactScorer scores 1 when the output equals the expected output.
+// exactScorer scores 1 when the output equals the expected output; it
+// fails on items whose id starts with "scorerr".
 type exactScorer struct{}
 
 func (exactScorer) Name() string { return "exact" }
 
 func (exactScorer) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, error) {
+	if strings.HasPrefix(in.Item.ID, "scorerr") {
+		return evalrun.Score{}, errors.New("grader unavailable (test)")
+	}
 	if string(in.Output) == string(in.Item.Expected) {
 		return evalrun.Score{Value: 1}, nil
 	}

@@ -389,20 +389,23 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 		return err
 	}
 	if st.strict {
-		for _, s := range res.Scores {
-			if s.Error != "" {
-				reason := fmt.Sprintf("%s: %s on item %s: %s", engine.ErrStrict, s.Scorer, res.ItemID, s.Error)
-				bg := context.WithoutCancel(ctx)
-				if _, err := w.store.CancelRun(bg, a.RunID, reason); err != nil {
-					w.opts.Logger.Error("strict mode: run not cancelled", "run", a.RunID, "err", err)
-				} else if err := cancelJobs(bg, w.client, a.RunID); err != nil {
-					w.opts.Logger.Error("strict mode: jobs not cancelled", "run", a.RunID, "err", err)
-				}
-				break
-			}
+		if strictErr := engine.StrictFailure(res); strictErr != nil {
+			w.stopStrict(context.WithoutCancel(ctx), a.RunID, strictErr)
 		}
 	}
 	return nil
+}
+
+// stopStrict stops a strict run after a scorer failed, as the engine stops
+// a local one: the run is marked failed with the error (the coordinator
+// finalizes it and knows it failed in strict mode from that status) and
+// its other jobs are cancelled.
+func (w *Worker) stopStrict(ctx context.Context, runID string, strictErr error) {
+	if _, err := w.store.FailRun(ctx, runID, strictErr.Error()); err != nil {
+		w.opts.Logger.Error("strict mode: run not stopped", "run", runID, "err", err)
+	} else if err := cancelJobs(ctx, w.client, runID); err != nil {
+		w.opts.Logger.Error("strict mode: jobs not cancelled", "run", runID, "err", err)
+	}
 }
 
 // write stores one result, retrying a failing store a few times. It goes

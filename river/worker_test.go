@@ -3,10 +3,12 @@ package river
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
 )
 
 // A permanent target error is not retried by the queue (one call); a
@@ -208,5 +210,56 @@ func TestWaitRefusesARunWithoutJobs(t *testing.T) {
 	}
 	if stored.Status != evalrun.RunRunning || !stored.CompletedAt.IsZero() {
 		t.Errorf("stored run = %+v, want it untouched", stored)
+	}
+}
+
+// In strict mode a scorer error on a worker stops the run, and the
+// coordinator finalizes it failed with an error that is engine.ErrStrict
+// (as a local run ends), knowing it from the run's status, not its text.
+func TestStrictScorerErrorFailsTheRun(t *testing.T) {
+	b := setup(t, 20*time.Millisecond)
+	items := b.importItems(t, "strict", append([]string{"scorerr-0"}, inputs("ok", 100)...))
+	b.startWorker(t, &testBuilder{store: b.store}, 1)
+	run := b.enqueue(t, "strict", items, runConfig{Strict: true})
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := b.coord.Wait(ctx, run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunFailed || !errors.Is(s.Err, engine.ErrStrict) || s.Skipped == 0 {
+		t.Fatalf("summary = %+v (err %v), want failed by strict mode with items skipped", s, s.Err)
+	}
+	if want := "exact on item scorerr-0: grader unavailable (test)"; !strings.Contains(s.Err.Error(), want) {
+		t.Errorf("error %q does not say %q", s.Err, want)
+	}
+	stored, err := b.store.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunFailed || stored.CompletedAt.IsZero() || stored.Error != s.Err.Error() {
+		t.Errorf("stored run = %+v, want it finalized failed with the summary's error", stored)
+	}
+}
+
+// A run cancelled with a reason that merely reads like strict mode's is a
+// cancelled run: the coordinator goes by the run's status, not by its
+// error text (it used to finalize it failed, as if strict mode had stopped
+// it).
+func TestCancelReasonIsNotTakenForStrictMode(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "text", inputs("t", 3))
+	run := b.enqueue(t, "text", items, runConfig{})
+	reason := engine.ErrStrict.Error() + ": typed by an operator"
+	if _, err := b.store.CancelRun(t.Context(), run.ID, reason); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.coord.Wait(t.Context(), run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCanceled || !errors.Is(s.Err, ErrCanceled) || errors.Is(s.Err, engine.ErrStrict) || s.Err.Error() != reason {
+		t.Fatalf("summary = %+v (err %v), want canceled with the reason, ErrCanceled and not ErrStrict", s, s.Err)
 	}
 }
