@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
@@ -138,5 +139,56 @@ func TestRunsCancelDistributedWithoutCoordinator(t *testing.T) {
 	// A local run on the same database is not taken for a distributed one.
 	if dist, err := river.IsDistributed(ctx, pg, "no-such-run"); err != nil || dist {
 		t.Fatalf("IsDistributed(unknown) = %v, %v", dist, err)
+	}
+}
+
+// A distributed run cancelled with evalrun runs cancel while its
+// coordinator waits says so, as a local run does, not "interrupted": the
+// coordinator's cancel is recognised by its type (it was compared with a
+// message the coordinator never returns).
+func TestDistributedRunCancelledFromElsewhereSaysSo(t *testing.T) {
+	pgtest.Require(t)
+	b := setup(t)
+	b.db = pgtest.NewDatabase(t)
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	srv := newServer(t, false)
+	suite := b.httpSuite(srv.URL)
+
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() { // no worker: the run waits in the queue
+		code, _, stderr := b.run("run", suite, "--distributed", "-q")
+		done <- result{code, stderr}
+	}()
+	ctx := context.Background()
+	pg, err := postgres.Open(ctx, b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	var runID string
+	deadline := time.Now().Add(30 * time.Second)
+	for runID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the distributed run was not enqueued within 30 s")
+		}
+		runs, err := pg.ListRuns(ctx, evalrun.RunFilter{})
+		if err == nil && len(runs) == 1 && runs[0].Status == evalrun.RunRunning {
+			if dist, _ := river.IsDistributed(ctx, pg, runs[0].ID); dist {
+				runID = runs[0].ID
+				continue
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, stdout, stderr := b.run("runs", "cancel", runID); code != ExitOK {
+		t.Fatalf("runs cancel: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r := <-done
+	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "run "+runID+" cancelled (evalrun runs cancel)") {
+		t.Fatalf("run --distributed: exit %d, stderr:\n%s\nwant %d and \"cancelled (evalrun runs cancel)\"", r.code, r.stderr, ExitInterrupted)
 	}
 }
