@@ -8,14 +8,17 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/postgres"
+	"github.com/evalrun/evalrun/retry"
 )
 
 // Defaults applied to zero-valued [WorkerOptions] fields.
@@ -29,8 +32,9 @@ const (
 	DefaultCachedRuns = 8
 	// writeAttempts and writeTimeout bound the writing of one result before
 	// the job fails (and River retries it).
-	writeAttempts = 5
-	writeTimeout  = 30 * time.Second
+	writeAttempts   = 5
+	writeTimeout    = 30 * time.Second
+	writeRetryDelay = 100 * time.Millisecond
 )
 
 // Builder rebuilds what a run needs from its stored record. A worker calls
@@ -86,6 +90,13 @@ type WorkerOptions struct {
 	// ID names the worker in River and in the heartbeat table (unique per
 	// process); "" generates one from the host name and process id.
 	ID string
+	// Metrics, when set, receives the worker's health and throughput
+	// metrics (evalrun_worker_*, evalrun_queue_jobs; see
+	// docs/distributed.md).
+	Metrics prometheus.Registerer
+	// Clock paces the retries of a failing result write; nil means the
+	// system clock.
+	Clock evalrun.Clock
 	// Logger receives job failures; nil discards.
 	Logger *slog.Logger
 	// testOnly disables River's startup jitter (tests).
@@ -100,6 +111,9 @@ type Worker struct {
 	opts    WorkerOptions
 	client  *river.Client[pgx.Tx]
 	runs    *runCache
+	metrics *workerMetrics // nil without WorkerOptions.Metrics
+	// lastBeat is when the worker last recorded its heartbeat (Unix ns).
+	lastBeat atomic.Int64
 
 	// stopBeating ends the heartbeat loop; beatingDone is closed once it
 	// has ended.
@@ -161,6 +175,13 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		return nil, err
 	}
 	w := &Worker{store: store, builder: b, opts: opts}
+	if opts.Metrics != nil {
+		m, err := registerMetrics(opts.Metrics, store.Pool(), opts.ID, opts.Queues)
+		if err != nil {
+			return nil, err
+		}
+		w.metrics = m
+	}
 	w.runs = newRunCache(opts.CachedRuns, w.build)
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
@@ -201,7 +222,7 @@ func (w *Worker) ID() string { return w.opts.ID }
 // worker as Stop does.
 func (w *Worker) Start(ctx context.Context) error {
 	pool := w.store.Pool()
-	if err := beat(ctx, pool, w.opts.ID, w.opts.DeadAfter); err != nil {
+	if err := w.beat(ctx); err != nil {
 		return fmt.Errorf("worker: start: %w", err)
 	}
 	if err := w.client.Start(ctx); err != nil {
@@ -223,9 +244,10 @@ func (w *Worker) beatUntilStopped(ctx context.Context) {
 	pool, id := w.store.Pool(), w.opts.ID
 	ticker := time.NewTicker(w.opts.HeartbeatInterval)
 	defer ticker.Stop()
-	var lastBeat time.Time
 	for {
-		if n, err := reapDead(ctx, pool, w.opts.DeadAfter); err != nil && ctx.Err() == nil {
+		n, err := reapDead(ctx, pool, w.opts.DeadAfter)
+		w.metrics.took(n)
+		if err != nil && ctx.Err() == nil {
 			w.opts.Logger.Warn("liveness check failed", "err", err)
 		} else if n > 0 {
 			w.opts.Logger.Warn("took back the jobs of dead workers", "jobs", n)
@@ -238,20 +260,47 @@ func (w *Worker) beatUntilStopped(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		if err := beat(ctx, pool, id, w.opts.DeadAfter); err != nil {
+		if err := w.beat(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			if !lastBeat.IsZero() && time.Since(lastBeat) > w.opts.DeadAfter/2 {
-				w.opts.Logger.Error("heartbeat failing: past dead-after, other workers run this worker's jobs again",
-					"since", lastBeat, "dead_after", w.opts.DeadAfter, "err", err)
+			if w.Healthy() != nil {
+				w.opts.Logger.Error("heartbeat failing: past dead-after, other workers may run this worker's jobs again",
+					"dead_after", w.opts.DeadAfter, "err", err)
 			} else {
 				w.opts.Logger.Warn("heartbeat failed", "err", err)
 			}
-			continue
 		}
-		lastBeat = time.Now()
 	}
+}
+
+// beat records the worker's heartbeat.
+func (w *Worker) beat(ctx context.Context) error {
+	err := beat(ctx, w.store.Pool(), w.opts.ID, w.opts.DeadAfter)
+	w.metrics.beat(err)
+	if err == nil {
+		w.lastBeat.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// Healthy returns nil while the worker's heartbeat is recorded (the
+// others count it alive), else an error saying since when it is not.
+func (w *Worker) Healthy() error {
+	last := w.lastBeat.Load()
+	if last == 0 {
+		return errors.New("worker not started")
+	}
+	if since := time.Since(time.Unix(0, last)); since > w.opts.DeadAfter {
+		return fmt.Errorf("no heartbeat recorded for %s (dead-after %s): other workers may be running this worker's jobs",
+			since.Round(time.Second), w.opts.DeadAfter)
+	}
+	select {
+	case <-w.client.Stopped():
+		return errors.New("worker stopped")
+	default:
+	}
+	return nil
 }
 
 // Stop stops fetching jobs and waits for the jobs in flight: they get
@@ -347,6 +396,18 @@ type jobWorker struct {
 // (the run could not be loaded, the result could not be written, the
 // worker is stopping) makes River retry the job later.
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
+	j.w.metrics.started()
+	defer j.w.metrics.ended()
+	err := j.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err != nil && !errors.As(err, &cancelled) {
+		j.w.metrics.jobFailed()
+	}
+	return err
+}
+
+// work is Work without the metrics.
+func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	w, a := j.w, job.Args
 	status, err := w.store.RunStatus(ctx, a.RunID)
 	if errors.Is(err, evalrun.ErrNotFound) {
@@ -388,6 +449,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	if err := w.write(ctx, res); err != nil {
 		return err
 	}
+	w.metrics.itemStored(res.Failed())
 	if st.strict {
 		if strictErr := engine.StrictFailure(res); strictErr != nil {
 			w.stopStrict(context.WithoutCancel(ctx), a.RunID, strictErr)
@@ -408,25 +470,22 @@ func (w *Worker) stopStrict(ctx context.Context, runID string, strictErr error) 
 	}
 }
 
-// write stores one result, retrying a failing store a few times. It goes
-// on when ctx is cancelled: a processed item is worth keeping.
+// write stores one result, retrying a failing store a few times with the
+// back-off of package retry (on the worker's clock). It goes on when ctx
+// is cancelled: a processed item is worth keeping.
 func (w *Worker) write(ctx context.Context, res *evalrun.ItemResult) error {
-	ctx = context.WithoutCancel(ctx)
-	var err error
-	delay := 100 * time.Millisecond
-	for attempt := range writeAttempts {
-		if attempt > 0 {
-			time.Sleep(delay)
-			delay *= 2
-		}
+	policy := retry.Policy{MaxRetries: writeAttempts - 1, Delay: writeRetryDelay, Clock: w.opts.Clock}
+	_, err := retry.Do(context.WithoutCancel(ctx), policy, func(ctx context.Context, attempt int) error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		err = w.store.WriteResults(wctx, []*evalrun.ItemResult{res})
-		cancel()
+		defer cancel()
+		err := w.store.WriteResults(wctx, []*evalrun.ItemResult{res})
 		if err == nil || errors.Is(err, evalrun.ErrNotFound) {
-			break
+			return err
 		}
-		w.opts.Logger.Warn("result not written, retrying", "run", res.RunID, "index", res.Index, "attempt", attempt+1, "err", err)
-	}
+		w.opts.Logger.Warn("result not written", "run", res.RunID, "index", res.Index, "attempt", attempt+1, "err", err)
+		// Any store failure may pass: each is worth another try.
+		return evalrun.Transient(err)
+	})
 	if errors.Is(err, evalrun.ErrNotFound) {
 		return river.JobCancel(err) // the run was deleted
 	}

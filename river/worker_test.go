@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +262,61 @@ func TestCancelReasonIsNotTakenForStrictMode(t *testing.T) {
 	}
 	if s.Status != evalrun.RunCanceled || !errors.Is(s.Err, ErrCanceled) || errors.Is(s.Err, engine.ErrStrict) || s.Err.Error() != reason {
 		t.Fatalf("summary = %+v (err %v), want canceled with the reason, ErrCanceled and not ErrStrict", s, s.Err)
+	}
+}
+
+// recordingClock is a Clock whose waits end at once and are recorded.
+type recordingClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *recordingClock) Now() time.Time { return time.Now() }
+
+func (c *recordingClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
+}
+
+// A result the store refuses is written again after the back-off of
+// package retry, waited on the worker's clock (it slept on the wall clock,
+// which tests could neither see nor skip).
+func TestWorkerRetriesAFailingWriteOnItsClock(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "w", []string{"w-1"})
+	ctx := t.Context()
+	// The database refuses the first two result rows.
+	if _, err := b.store.Pool().Exec(ctx, `CREATE SEQUENCE refused_writes;
+		CREATE FUNCTION refuse_two() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('refused_writes') <= 2 THEN RAISE EXCEPTION 'disk full (test)'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_two BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION refuse_two()`); err != nil {
+		t.Fatal(err)
+	}
+	clock := &recordingClock{}
+	b.startWorkerWith(t, &testBuilder{store: b.store}, WorkerOptions{Concurrency: 1, Clock: clock})
+	run := b.enqueue(t, "w", items, runConfig{})
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := b.coord.Wait(wctx, run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCompleted || s.Succeeded != 1 {
+		t.Fatalf("summary = %+v, want the result written on the third try", s)
+	}
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if len(clock.waits) != 2 || clock.waits[0] < writeRetryDelay || clock.waits[1] < 2*writeRetryDelay {
+		t.Errorf("waits on the worker's clock = %v, want two growing back-offs from %s", clock.waits, writeRetryDelay)
+	}
+	if n := b.target.callsOf("w-1"); n != 1 {
+		t.Errorf("target calls = %d, want 1 (only the write is retried)", n)
 	}
 }
