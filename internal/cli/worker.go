@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/evalrun/evalrun/river"
@@ -19,6 +24,7 @@ func newWorkerCmd(st *State) *cobra.Command {
 		queues                            []string
 		heartbeat, deadAfter, stopTimeout time.Duration
 		rescueAfter                       time.Duration
+		metricsAddr                       string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -46,13 +52,19 @@ another worker. A worker killed outright (SIGKILL, OOM, power loss) loses
 nothing: every worker records a heartbeat in the database every --heartbeat,
 and the others run the jobs of a worker silent for --dead-after again (within
 about dead-after + heartbeat + 1 s: 24 s by default). A live worker's item is
-never taken from it, however long it runs.`,
+never taken from it, however long it runs.
+
+--metrics-addr HOST:PORT serves Prometheus metrics at /metrics (items done
+and failed, in flight, job errors, heartbeats, queue depth by state) and the
+worker's health at /healthz (200 while its heartbeat is recorded, else 503).
+Nothing listens unless it is given; it serves no data of the runs.`,
 		Example: `  EVALRUN_DB=postgres://evalrun@db.internal/evalrun evalrun worker
   evalrun worker --db postgres://evalrun@db.internal/evalrun --concurrency 20
-  evalrun worker --queues evalrun,nightly --dead-after 1m`,
+  evalrun worker --queues evalrun,nightly --dead-after 1m
+  evalrun worker --metrics-addr 127.0.0.1:9464`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return st.worker(cmd, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
+			return st.worker(cmd, metricsAddr, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
 				HeartbeatInterval: heartbeat, DeadAfter: deadAfter, StopTimeout: stopTimeout})
 		},
 	}
@@ -66,13 +78,14 @@ never taken from it, however long it runs.`,
 	// keep working.
 	fl.DurationVar(&rescueAfter, "rescue-after", 0, "")
 	_ = fl.MarkDeprecated("rescue-after", "dead workers are detected by heartbeat now; use --dead-after")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) and health (/healthz) on HOST:PORT; off unless given")
 	fl.DurationVar(&stopTimeout, "stop-timeout", river.DefaultStopTimeout, "on SIGTERM, how long jobs in flight may finish before they return to the queue")
 	return cmd
 }
 
 // worker is evalrun worker: it runs until the command's context ends
 // (SIGINT/SIGTERM), then stops gracefully.
-func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
+func (st *State) worker(cmd *cobra.Command, metricsAddr string, opts river.WorkerOptions) error {
 	ctx := cmd.Context()
 	if opts.Concurrency < 1 {
 		return invalidf("--concurrency %d: must be at least 1", opts.Concurrency)
@@ -81,12 +94,28 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 		return invalidf("--heartbeat %s, --dead-after %s: the heartbeat must be positive and dead-after at least twice it",
 			opts.HeartbeatInterval, opts.DeadAfter)
 	}
+	var metricsLn net.Listener
+	if metricsAddr != "" {
+		// Listen before anything starts, so a taken port is refused at once.
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", metricsAddr)
+		if err != nil {
+			return invalidf("--metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464)", metricsAddr, err)
+		}
+		defer ln.Close()
+		metricsLn = ln
+	}
 	pg, err := st.openPostgres(cmd)
 	if err != nil {
 		return err
 	}
 	defer pg.Close()
 	opts.Logger = slog.New(slog.NewTextHandler(st.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	reg := prometheus.NewRegistry()
+	if metricsLn != nil {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Metrics = reg
+	}
 	w, err := river.NewWorker(ctx, pg, &suiteBuilder{st: st, store: pg}, opts)
 	if err != nil {
 		return err
@@ -95,6 +124,12 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 		return err
 	}
 	fmt.Fprintf(st.Stderr, "worker %s started: concurrency %d, queues %v, storage %s\n", w.ID(), opts.Concurrency, opts.Queues, redactURL(st.dbURL(cmd)))
+	if metricsLn != nil {
+		srv := metricsServer(reg, w)
+		go func() { _ = srv.Serve(metricsLn) }()
+		defer srv.Close()
+		fmt.Fprintf(st.Stderr, "worker metrics: http://%s/metrics, health: http://%s/healthz\n", metricsLn.Addr(), metricsLn.Addr())
+	}
 	<-ctx.Done()
 	fmt.Fprintf(st.Stderr, "worker stopping: waiting up to %s for the jobs in flight\n", opts.StopTimeout)
 	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
@@ -102,4 +137,20 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	}
 	fmt.Fprintln(st.Stderr, "worker stopped")
 	return nil
+}
+
+// metricsServer serves a worker's Prometheus metrics and its health.
+func metricsServer(reg *prometheus.Registry, w *river.Worker) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := w.Healthy(); err != nil {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(rw, "unhealthy: %v\n", err)
+			return
+		}
+		fmt.Fprintf(rw, "ok: worker %s\n", w.ID())
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 }
