@@ -43,12 +43,7 @@ func TestDistributedNeedsPostgres(t *testing.T) {
 // run --distributed with a worker gives the report and exit code of a
 // local run of the same suite.
 func TestDistributedRunMatchesLocal(t *testing.T) {
-	pgtest.Require(t)
-	b := setup(t)
-	b.db = pgtest.NewDatabase(t)
-	b.env = []string{"EVALRUN_DB=" + b.db}
-	srv := newServer(t, false)
-	suite := b.httpSuite(srv.URL)
+	b, suite := setupPostgres(t)
 
 	ctx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan int, 1)
@@ -152,12 +147,7 @@ func TestRunsCancelDistributedWithoutCoordinator(t *testing.T) {
 // coordinator's cancel is recognised by its type (it was compared with a
 // message the coordinator never returns).
 func TestDistributedRunCancelledFromElsewhereSaysSo(t *testing.T) {
-	pgtest.Require(t)
-	b := setup(t)
-	b.db = pgtest.NewDatabase(t)
-	b.env = []string{"EVALRUN_DB=" + b.db}
-	srv := newServer(t, false)
-	suite := b.httpSuite(srv.URL)
+	b, suite := setupPostgres(t)
 
 	type result struct {
 		code   int
@@ -221,12 +211,7 @@ func (l *lockedBuffer) String() string {
 // distributed run, a scrape shows the items it did, none in flight, the
 // queue drained and a recent heartbeat; /healthz says ok.
 func TestWorkerServesMetrics(t *testing.T) {
-	pgtest.Require(t)
-	b := setup(t)
-	b.db = pgtest.NewDatabase(t)
-	b.env = []string{"EVALRUN_DB=" + b.db}
-	srv := newServer(t, false)
-	suite := b.httpSuite(srv.URL)
+	b, suite := setupPostgres(t)
 
 	ctx, stopWorker := context.WithCancel(context.Background())
 	stderr := &lockedBuffer{}
@@ -300,4 +285,14 @@ func TestWorkerServesMetrics(t *testing.T) {
 	if code, body := get("/healthz"); code != http.StatusOK || !strings.HasPrefix(body, "ok: worker ") {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
+}
+
+// setupPostgres is setup on a fresh PostgreSQL database, with the http
+// suite of a test server; it skips without TEST_DATABASE_URL.
+func setupPostgres(t *testing.T) (*bundle, string) {
+	pgtest.Require(t)
+	b := setup(t)
+	b.db = pgtest.NewDatabase(t)
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	return b, b.httpSuite(newServer(t, false).URL)
 }
