@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
 )
@@ -318,5 +320,25 @@ func TestWorkerRetriesAFailingWriteOnItsClock(t *testing.T) {
 	}
 	if n := b.target.callsOf("w-1"); n != 1 {
 		t.Errorf("target calls = %d, want 1 (only the write is retried)", n)
+	}
+}
+
+// The queue's retry delays grow from a second, with package retry's
+// jitter, and stop growing at a minute.
+func TestQueueRetryPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		errors   int
+		min, max time.Duration
+	}{
+		{0, time.Second, 1250 * time.Millisecond},
+		{1, time.Second, 1250 * time.Millisecond},
+		{3, 4 * time.Second, 5 * time.Second},
+		{20, queueRetryCap - time.Second, queueRetryCap},
+	} {
+		job := &rivertype.JobRow{Errors: make([]rivertype.AttemptError, tc.errors)}
+		got := time.Until(retryPolicy{}.NextRetry(job))
+		if got < tc.min-50*time.Millisecond || got > tc.max {
+			t.Errorf("after %d errors: retry in %s, want %s to %s", tc.errors, got, tc.min, tc.max)
+		}
 	}
 }
