@@ -94,10 +94,7 @@ func (r *runner) prepare(ctx context.Context, rec *evalrun.Run) error {
 	if rec == nil {
 		rec = &evalrun.Run{}
 	}
-	rec.Scorers = rec.Scorers[:0:0]
-	for i, s := range r.pipeline.scorers {
-		rec.Scorers = append(rec.Scorers, evalrun.ScorerInfo{Name: s.Name(), Kind: scorerKind(s), Threshold: r.pipeline.thresholds[i]})
-	}
+	rec.Scorers = r.pipeline.ScorerInfos()
 	rec.Total = r.total
 	if r.opts.Resume {
 		if rec.ID == "" {
@@ -217,9 +214,11 @@ func (r *runner) one(ctx context.Context, cancel context.CancelCauseFunc, w *res
 	for _, s := range res.Scores {
 		if s.Error != "" {
 			r.scorerErrors.Add(1)
-			if r.opts.Strict {
-				cancel(fmt.Errorf("%w: %s on item %s: %s", ErrStrict, s.Scorer, res.ItemID, s.Error))
-			}
+		}
+	}
+	if r.opts.Strict {
+		if err := StrictFailure(res); err != nil {
+			cancel(err)
 		}
 	}
 	if r.results != nil {
@@ -254,21 +253,8 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 	if w != nil {
 		s.PersistErrors = int(w.failed.Load())
 	}
-	cause := context.Cause(ctx)
-	switch {
-	case errors.Is(cause, ErrStoreFailed):
-		s.Status, s.Err = evalrun.RunFailed, cause
-	case errors.Is(cause, ErrStrict):
-		s.Status, s.Err = evalrun.RunFailed, cause
-	case s.Skipped > 0 && ctx.Err() != nil:
-		s.Status, s.Err = evalrun.RunCanceled, cause
-	case s.Succeeded > 0 || s.Total == 0:
-		s.Status = evalrun.RunCompleted
-	default:
-		s.Status = evalrun.RunFailed
-		s.Err = errors.New("every item failed")
-	}
-	s.CompletedWithErrors = s.Status == evalrun.RunCompleted && s.Failed > 0
+	s.Status, s.Err = Decide(s.Total, s.Succeeded, s.Failed, context.Cause(ctx))
+	s.CompletedWithErrors = CompletedWithErrors(s.Status, s.Failed)
 
 	if r.results != nil {
 		s.Results = make([]*evalrun.ItemResult, 0, s.Succeeded+s.Failed)
@@ -306,6 +292,61 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 		}
 	}
 	return s
+}
+
+// The run-level rules below are shared by local runs and distributed ones
+// (package river), so that both end a run alike.
+
+// ErrIncomplete is the error of a run that stopped without a cause while
+// executions have no result (a distributed run whose jobs left the queue).
+var ErrIncomplete = errors.New("executions have no result")
+
+// Decide settles the status of a finished run from its counts and why it
+// stopped: stopped is nil when it ran to its end, an error wrapping
+// ErrStrict when a strict run's scorer failed or ErrStoreFailed when its
+// store refused its results (both fail the run), any other error when it
+// was canceled (then it is the run's error). It returns the status and the
+// run's error.
+func Decide(total, succeeded, failed int, stopped error) (evalrun.RunStatus, error) {
+	skipped := total - succeeded - failed
+	switch {
+	case errors.Is(stopped, ErrStrict), errors.Is(stopped, ErrStoreFailed):
+		return evalrun.RunFailed, stopped
+	case skipped > 0 && stopped != nil:
+		return evalrun.RunCanceled, stopped
+	case skipped > 0:
+		return evalrun.RunFailed, fmt.Errorf("%d of %d %w", skipped, total, ErrIncomplete)
+	case succeeded > 0 || total == 0:
+		return evalrun.RunCompleted, nil
+	}
+	return evalrun.RunFailed, errors.New("every item failed")
+}
+
+// CompletedWithErrors reports whether a run of the status with failed
+// item executions completed with errors (Summary.CompletedWithErrors).
+func CompletedWithErrors(status evalrun.RunStatus, failed int) bool {
+	return status == evalrun.RunCompleted && failed > 0
+}
+
+// StrictFailure returns the error that stops a strict run after res, an
+// error wrapping ErrStrict naming its first failed scorer, or nil when
+// every scorer of res succeeded.
+func StrictFailure(res *evalrun.ItemResult) error {
+	for _, s := range res.Scores {
+		if s.Error != "" {
+			return fmt.Errorf("%w: %s on item %s: %s", ErrStrict, s.Scorer, res.ItemID, s.Error)
+		}
+	}
+	return nil
+}
+
+// ScorerInfos describes the pipeline's scorers for a run record, in order.
+func (p *Pipeline) ScorerInfos() []evalrun.ScorerInfo {
+	out := make([]evalrun.ScorerInfo, len(p.scorers))
+	for i, s := range p.scorers {
+		out[i] = evalrun.ScorerInfo{Name: s.Name(), Kind: scorerKind(s), Threshold: p.thresholds[i]}
+	}
+	return out
 }
 
 // scorerKind returns the kind a scorer reports through an optional Kind

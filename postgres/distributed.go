@@ -58,6 +58,25 @@ func (s *Store) CancelRun(ctx context.Context, runID, reason string) (bool, erro
 	return false, nil
 }
 
+// FailRun marks a pending or running run failed with reason as its error,
+// before it is finalized: a worker stopping a strict distributed run. It
+// reports whether the run changed: false when it had already ended or been
+// cancelled. An unknown run is an error wrapping ErrNotFound.
+func (s *Store) FailRun(ctx context.Context, runID, reason string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, error = $3 WHERE id = $1 AND status IN ($4, $5)`,
+		runID, string(evalrun.RunFailed), reason, string(evalrun.RunPending), string(evalrun.RunRunning))
+	if err != nil {
+		return false, fmt.Errorf("stop run %q as failed: %w", runID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	if _, err := s.RunStatus(ctx, runID); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
 // CountResults returns how many results of the run are stored: succeeded
 // (no target error) and failed.
 func (s *Store) CountResults(ctx context.Context, runID string) (succeeded, failed int, err error) {

@@ -47,7 +47,7 @@ func benchRun(b *testing.B, workers int, latency time.Duration, n int, cooldown 
 		env = append(env, envPoll+"="+p)
 	}
 	for i := range workers {
-		startWorkerProcess(b, bb.url, fmt.Sprintf("bench-%d", i), 10, time.Minute, env...)
+		startWorkerProcess(b, bb.url, fmt.Sprintf("bench-%d", i), 10, env...)
 	}
 	ctx := context.Background()
 	b.ResetTimer()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -135,10 +134,7 @@ func (c *Coordinator) EnqueueTx(ctx context.Context, tx pgx.Tx, spec engine.Spec
 	if rec.ID == "" {
 		rec.ID = evalrun.NewRunID(now)
 	}
-	rec.Scorers = rec.Scorers[:0:0]
-	for _, s := range p.Scorers() {
-		rec.Scorers = append(rec.Scorers, evalrun.ScorerInfo{Name: s.Name(), Kind: scorerKind(s), Threshold: evalrun.ThresholdOf(s)})
-	}
+	rec.Scorers = p.ScorerInfos()
 	rec.Status = evalrun.RunRunning
 	rec.Total = len(spec.Items) * repeat
 	rec.Succeeded, rec.Failed, rec.Skipped, rec.PersistErrors = 0, 0, rec.Total, 0
@@ -206,7 +202,7 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 	if !rec.CompletedAt.IsZero() {
 		return c.summary(ctx, rec, wo)
 	}
-	if rec.Status != evalrun.RunCanceled {
+	if rec.Status == evalrun.RunPending || rec.Status == evalrun.RunRunning {
 		ok, failed, err := c.store.CountResults(ctx, runID)
 		if err != nil {
 			return nil, err
@@ -277,13 +273,23 @@ func (c *Coordinator) poll(ctx context.Context, rec *evalrun.Run, wo WaitOptions
 	if err != nil {
 		return false, false, err
 	}
-	if status == evalrun.RunCanceled {
-		// Cancelled elsewhere (runs cancel, strict mode): stop what is
-		// queued in case the canceller could not, and let running jobs end.
+	switch status {
+	case evalrun.RunCanceled:
+		// Cancelled elsewhere (runs cancel): stop what is queued in case
+		// the canceller could not, and let running jobs end.
 		if err := c.cancel(ctx, rec.ID, ""); err != nil {
 			return false, false, err
 		}
 		return true, true, nil
+	case evalrun.RunFailed:
+		// Stopped by a worker in strict mode (see stopStrict): likewise.
+		if err := cancelJobs(ctx, c.client, rec.ID); err != nil {
+			return false, false, err
+		}
+		if err := c.settle(ctx, rec.ID); err != nil {
+			return false, false, err
+		}
+		return true, false, nil
 	}
 	if time.Now().After(*nextLiveCheck) {
 		*nextLiveCheck = time.Now().Add(liveCheckInterval)
@@ -414,34 +420,28 @@ func (c *Coordinator) finalize(ctx context.Context, runID string, cancelled bool
 	if !rec.CompletedAt.IsZero() {
 		return c.summary(ctx, rec, wo) // finalized meanwhile (a concurrent Cancel)
 	}
-	if rec.Status == evalrun.RunCompleted || rec.Status == evalrun.RunFailed {
-		return c.summary(ctx, rec, wo)
-	}
 	ok, failed, err := c.store.CountResults(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	skipped := max(rec.Total-ok-failed, 0)
-	var status evalrun.RunStatus
-	var runErr error
+	// Why the run stopped, from its record: failed before it was
+	// finalized means a worker stopped it in strict mode; canceled means
+	// a cancel from elsewhere, whose reason it keeps.
+	var stopped error
 	switch {
-	case strings.HasPrefix(rec.Error, engine.ErrStrict.Error()):
-		status, runErr = evalrun.RunFailed, recordedError(rec.Error)
-	case skipped > 0 && (cancelled || rec.Status == evalrun.RunCanceled):
-		status, runErr = evalrun.RunCanceled, cause
-		if runErr == nil {
-			runErr = cmp.Or(recordedError(rec.Error), ErrCanceled)
-		}
-	case skipped > 0:
-		status = evalrun.RunFailed
-		runErr = fmt.Errorf("%d of %d executions have no result: their jobs left the queue unfinished (discarded after repeated infrastructure errors, or deleted)", skipped, rec.Total)
-	case ok > 0 || rec.Total == 0:
-		status = evalrun.RunCompleted
-	default:
-		status, runErr = evalrun.RunFailed, errors.New("every item failed")
+	case rec.Status == evalrun.RunFailed:
+		stopped = &recordedError{msg: rec.Error, kind: engine.ErrStrict}
+	case cause != nil:
+		stopped = cause
+	case cancelled || rec.Status == evalrun.RunCanceled:
+		stopped = &recordedError{msg: cmp.Or(rec.Error, ErrCanceled.Error()), kind: ErrCanceled}
+	}
+	status, runErr := engine.Decide(rec.Total, ok, failed, stopped)
+	if errors.Is(runErr, engine.ErrIncomplete) {
+		runErr = fmt.Errorf("%w: their jobs left the queue unfinished (discarded after repeated infrastructure errors, or deleted)", runErr)
 	}
 	rec.Status = status
-	rec.Succeeded, rec.Failed, rec.Skipped = ok, failed, skipped
+	rec.Succeeded, rec.Failed, rec.Skipped = ok, failed, max(rec.Total-ok-failed, 0)
 	rec.CompletedAt = c.opts.Clock.Now()
 	rec.Error = ""
 	if runErr != nil {
@@ -471,8 +471,13 @@ func (c *Coordinator) summary(ctx context.Context, rec *evalrun.Run, wo WaitOpti
 		StartedAt:     rec.StartedAt,
 		CompletedAt:   rec.CompletedAt,
 	}
-	s.CompletedWithErrors = s.Status == evalrun.RunCompleted && s.Failed > 0
-	s.Err = recordedError(rec.Error)
+	s.CompletedWithErrors = engine.CompletedWithErrors(s.Status, s.Failed)
+	if rec.Error != "" {
+		s.Err = &recordedError{msg: rec.Error}
+		if s.Status == evalrun.RunCanceled {
+			s.Err = &recordedError{msg: rec.Error, kind: ErrCanceled}
+		}
+	}
 	n, err := c.store.CountScorerErrors(ctx, rec.ID)
 	if err != nil {
 		return nil, err
@@ -490,28 +495,17 @@ func (c *Coordinator) summary(ctx context.Context, rec *evalrun.Run, wo WaitOpti
 	return s, nil
 }
 
-// scorerKind returns the kind a scorer reports through an optional Kind
-// method, or "go" for a Go implementation (as the engine records it).
-func scorerKind(s evalrun.Scorer) string {
-	if k, ok := s.(interface{ Kind() string }); ok {
-		return k.Kind()
-	}
-	return "go"
+// recordedError is a run's error read back from its record: its text,
+// and what it is (ErrCanceled, engine.ErrStrict) known from the run's
+// status, never from the text.
+type recordedError struct {
+	msg  string
+	kind error
 }
 
-// recordedError turns the error text of a run record back into an error
-// that matches ErrCanceled or engine.ErrStrict when it came from them.
-func recordedError(msg string) error {
-	switch {
-	case msg == "":
-		return nil
-	case msg == ErrCanceled.Error():
-		return ErrCanceled
-	case strings.HasPrefix(msg, engine.ErrStrict.Error()):
-		return fmt.Errorf("%w%s", engine.ErrStrict, strings.TrimPrefix(msg, engine.ErrStrict.Error()))
-	}
-	return errors.New(msg)
-}
+func (e *recordedError) Error() string { return e.msg }
+
+func (e *recordedError) Unwrap() error { return e.kind }
 
 // IsDistributed reports whether runID was enqueued for workers: River's
 // tables exist in the database and hold jobs of the run. It migrates

@@ -22,9 +22,18 @@
 // returns nil whatever the item's outcome, so the queue never retries what
 // the engine's retry policy already decided. A job fails (and River retries
 // it later, possibly on another worker) only when its result could not be
-// written, the run could not be loaded, or the worker stopped mid-item. A
-// worker killed mid-item leaves its jobs running in the queue; River's
-// rescuer makes them available again after [WorkerOptions.RescueAfter].
+// written, the run could not be loaded, or the worker stopped mid-item.
+//
+// Liveness is by heartbeat, not by job age: every worker records a
+// heartbeat (the database's now()) every [WorkerOptions.HeartbeatInterval]
+// and makes the running jobs of workers silent for longer than their
+// [WorkerOptions.DeadAfter] available again, with the state change River's
+// rescuer makes. River's job timeout is off for these jobs, so its
+// age-based rescuer never takes them: a live worker's slow item is never
+// taken from it, and a killed worker's items run again within DeadAfter +
+// HeartbeatInterval + the fetch poll interval (24 s by default), whatever
+// item_timeout is. Workers export Prometheus metrics through
+// [WorkerOptions.Metrics]. See docs/distributed.md.
 //
 // Distributed mode is PostgreSQL only; see docs/distributed.md.
 package river

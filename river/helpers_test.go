@@ -38,12 +38,15 @@ func TestMain(m *testing.M) {
 //	"perm…"        400 (permanent)
 //	"flaky…"       503 on the first two calls, then 200 (transient)
 //	"down…"        503 always
+//	"slow…"        200 once release is closed
 //	anything else  200 after the configured latency
 //
 // A 200 answers {"answer": input}. It counts the calls per item id.
 type fakeTarget struct {
 	srv     *httptest.Server
 	latency atomic.Int64 // nanoseconds
+	// release holds "slow…" items until closed.
+	release chan struct{}
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -51,7 +54,7 @@ type fakeTarget struct {
 
 func newFakeTarget(t testing.TB, latency time.Duration) *fakeTarget {
 	t.Helper()
-	f := &fakeTarget{calls: make(map[string]int)}
+	f := &fakeTarget{calls: make(map[string]int), release: make(chan struct{})}
 	f.latency.Store(int64(latency))
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -78,6 +81,13 @@ func (f *fakeTarget) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(body.Input, "down"), strings.HasPrefix(body.Input, "flaky") && n <= 2:
 		http.Error(w, "overloaded", http.StatusServiceUnavailable)
 		return
+	}
+	if strings.HasPrefix(body.Input, "slow") {
+		select {
+		case <-f.release:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if d := time.Duration(f.latency.Load()); d > 0 {
 		select {
@@ -155,12 +165,16 @@ func (b *testBuilder) Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.I
 	return items, err
 }
 
-// exactScorer scores 1 when the output equals the expected output.
+// exactScorer scores 1 when the output equals the expected output; it
+// fails on items whose id starts with "scorerr".
 type exactScorer struct{}
 
 func (exactScorer) Name() string { return "exact" }
 
 func (exactScorer) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, error) {
+	if strings.HasPrefix(in.Item.ID, "scorerr") {
+		return evalrun.Score{}, errors.New("grader unavailable (test)")
+	}
 	if string(in.Output) == string(in.Item.Expected) {
 		return evalrun.Score{Value: 1}, nil
 	}
@@ -237,8 +251,18 @@ func (b *bundle) enqueue(t testing.TB, dataset string, items []*evalrun.Item, cf
 // startWorker starts an in-process worker stopped at cleanup.
 func (b *bundle) startWorker(t *testing.T, builder Builder, concurrency int) *Worker {
 	t.Helper()
-	w, err := NewWorker(t.Context(), b.store, builder, WorkerOptions{Concurrency: concurrency, testOnly: true,
-		FetchPollInterval: 100 * time.Millisecond, RescueAfter: time.Minute})
+	return b.startWorkerWith(t, builder, WorkerOptions{Concurrency: concurrency})
+}
+
+// startWorkerWith starts an in-process worker with opts (fast fetching
+// unless set) stopped at cleanup.
+func (b *bundle) startWorkerWith(t *testing.T, builder Builder, opts WorkerOptions) *Worker {
+	t.Helper()
+	opts.testOnly = true
+	if opts.FetchPollInterval == 0 {
+		opts.FetchPollInterval = 100 * time.Millisecond
+	}
+	w, err := NewWorker(t.Context(), b.store, builder, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package river
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +11,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/evalrun/evalrun/retry"
 )
 
 // Kind is the River job kind of an item execution.
@@ -36,7 +37,8 @@ func (ItemArgs) Kind() string { return Kind }
 // processes starting at once ("evalrvr").
 const migrationLock = 0x6576616c727672
 
-// Migrate applies River's schema migrations to the database of pool. It is
+// Migrate applies River's schema migrations to the database of pool, and
+// creates evalrun's worker heartbeat table (liveness.go). It is
 // idempotent and safe to call from many processes at once: they take turns
 // under an advisory lock. [NewCoordinator] and [NewWorker] call it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
@@ -60,19 +62,28 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("river migrations: %w", err)
 	}
+	if _, err := conn.Exec(ctx, heartbeatTable); err != nil {
+		return fmt.Errorf("river migrations: worker heartbeats: %w", err)
+	}
 	return nil
 }
 
 // retryPolicy spaces the queue's retries of a job that failed for an
-// infrastructure reason (or was rescued): 1 s, 2 s, 4 s … capped at a
-// minute. Items' own retries happen inside the engine, not here.
+// infrastructure reason: 1 s, 2 s, 4 s … (plus up to 25% jitter) capped at
+// a minute, computed by package retry like every back-off of evalrun.
+// Items' own retries happen inside the engine, not here.
 type retryPolicy struct{}
+
+// queueRetryDelay and queueRetryCap shape retryPolicy.
+const (
+	queueRetryDelay = time.Second
+	queueRetryCap   = time.Minute
+)
 
 // NextRetry implements river.ClientRetryPolicy.
 func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	n := max(len(job.Errors), 1) - 1
-	d := time.Duration(math.Min(float64(time.Second)*math.Pow(2, float64(n)), float64(time.Minute)))
-	return time.Now().Add(d)
+	return time.Now().Add(min(retry.Policy{Delay: queueRetryDelay}.Backoff(n, nil), queueRetryCap))
 }
 
 // newClient returns a River client on pool; config may be nil for an

@@ -5,24 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/postgres"
+	"github.com/evalrun/evalrun/retry"
 )
 
 // Defaults applied to zero-valued [WorkerOptions] fields.
 const (
-	DefaultConcurrency = 10
-	// DefaultRescueAfter is how long a job may run before River considers
-	// its worker dead and makes it available again. It must exceed the
-	// longest item_timeout (plus scoring) of the runs the workers execute.
-	DefaultRescueAfter   = 15 * time.Minute
+	DefaultConcurrency   = 10
 	DefaultStopTimeout   = 30 * time.Second
 	DefaultMaxAttempts   = 10
 	DefaultFetchCooldown = 10 * time.Millisecond
@@ -31,8 +32,9 @@ const (
 	DefaultCachedRuns = 8
 	// writeAttempts and writeTimeout bound the writing of one result before
 	// the job fails (and River retries it).
-	writeAttempts = 5
-	writeTimeout  = 30 * time.Second
+	writeAttempts   = 5
+	writeTimeout    = 30 * time.Second
+	writeRetryDelay = 100 * time.Millisecond
 )
 
 // Builder rebuilds what a run needs from its stored record. A worker calls
@@ -59,13 +61,16 @@ type WorkerOptions struct {
 	Concurrency int
 	// Queues are the River queues worked; nil means [DefaultQueue].
 	Queues []string
-	// RescueAfter is how long a job may be running before River makes it
-	// available again (its worker is presumed dead); 0 means
-	// DefaultRescueAfter. A job's context is cancelled after 90% of it
-	// (River's job timeout; the job then returns to the queue), so keep it
-	// well above the longest item_timeout plus scoring. The elected leader
-	// among the workers applies its own value: give every worker the same.
-	RescueAfter time.Duration
+	// HeartbeatInterval is how often the worker records that it is alive
+	// and takes back the jobs of dead workers; 0 means
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// DeadAfter is how long this worker may go without a heartbeat before
+	// the others presume it dead and run its jobs again; 0 means
+	// DefaultDeadAfter. It must be at least twice HeartbeatInterval. It
+	// bounds nothing about a live worker: its items run as long as they
+	// take (item_timeout applies).
+	DeadAfter time.Duration
 	// StopTimeout is the grace period of Stop: in-flight jobs get this
 	// long to finish before their context is cancelled (they then return
 	// to the queue); 0 means DefaultStopTimeout.
@@ -82,8 +87,16 @@ type WorkerOptions struct {
 	// CachedRuns bounds the runs kept built at once; 0 means
 	// DefaultCachedRuns.
 	CachedRuns int
-	// ID names the worker in River (unique per process); "" generates one.
+	// ID names the worker in River and in the heartbeat table (unique per
+	// process); "" generates one from the host name and process id.
 	ID string
+	// Metrics, when set, receives the worker's health and throughput
+	// metrics (evalrun_worker_*, evalrun_queue_jobs; see
+	// docs/distributed.md).
+	Metrics prometheus.Registerer
+	// Clock paces the retries of a failing result write; nil means the
+	// system clock.
+	Clock evalrun.Clock
 	// Logger receives job failures; nil discards.
 	Logger *slog.Logger
 	// testOnly disables River's startup jitter (tests).
@@ -98,6 +111,14 @@ type Worker struct {
 	opts    WorkerOptions
 	client  *river.Client[pgx.Tx]
 	runs    *runCache
+	metrics *workerMetrics // nil without WorkerOptions.Metrics
+	// lastBeat is when the worker last recorded its heartbeat (Unix ns).
+	lastBeat atomic.Int64
+
+	// stopBeating ends the heartbeat loop; beatingDone is closed once it
+	// has ended.
+	stopBeating context.CancelFunc
+	beatingDone chan struct{}
 
 	stopOnce sync.Once
 	stopErr  error
@@ -119,8 +140,18 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	if len(opts.Queues) == 0 {
 		opts.Queues = []string{DefaultQueue}
 	}
-	if opts.RescueAfter <= 0 {
-		opts.RescueAfter = DefaultRescueAfter
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	if opts.DeadAfter < 2*opts.HeartbeatInterval {
+		return nil, fmt.Errorf("%w: worker: dead-after %s must be at least twice the heartbeat interval %s, or one late heartbeat would take a live worker's jobs",
+			evalrun.ErrInvalid, opts.DeadAfter, opts.HeartbeatInterval)
+	}
+	if opts.ID == "" {
+		opts.ID = defaultWorkerID()
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = DefaultStopTimeout
@@ -144,6 +175,13 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		return nil, err
 	}
 	w := &Worker{store: store, builder: b, opts: opts}
+	if opts.Metrics != nil {
+		m, err := registerMetrics(opts.Metrics, store.Pool(), opts.ID, opts.Queues)
+		if err != nil {
+			return nil, err
+		}
+		w.metrics = m
+	}
 	w.runs = newRunCache(opts.CachedRuns, w.build)
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
@@ -157,16 +195,17 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		ID:      opts.ID,
 		Queues:  queues,
 		Workers: workers,
-		// River rescues only jobs with a finite timeout; past it River
-		// cancels the job's context, and it goes back to the queue.
-		JobTimeout:           opts.RescueAfter * 9 / 10,
-		RescueStuckJobsAfter: opts.RescueAfter,
-		MaxAttempts:          opts.MaxAttempts,
-		FetchCooldown:        opts.FetchCooldown,
-		FetchPollInterval:    opts.FetchPollInterval,
-		SoftStopTimeout:      opts.StopTimeout,
-		Logger:               opts.Logger,
-		TestOnly:             opts.testOnly,
+		// No River job timeout: an item runs as long as item_timeout and
+		// its scorers allow, and River's age-based rescuer ignores jobs
+		// without a timeout. Dead workers are detected by heartbeat
+		// instead (liveness.go).
+		JobTimeout:        -1,
+		MaxAttempts:       opts.MaxAttempts,
+		FetchCooldown:     opts.FetchCooldown,
+		FetchPollInterval: opts.FetchPollInterval,
+		SoftStopTimeout:   opts.StopTimeout,
+		Logger:            opts.Logger,
+		TestOnly:          opts.testOnly,
 	})
 	if err != nil {
 		return nil, err
@@ -175,11 +214,91 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	return w, nil
 }
 
-// Start starts fetching and working jobs; it returns at once. Cancelling
-// ctx stops the worker as Stop does.
+// ID returns the worker's id (River's client id, attempted_by of its jobs).
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Start records the worker's first heartbeat, then starts beating and
+// fetching and working jobs; it returns at once. Cancelling ctx stops the
+// worker as Stop does.
 func (w *Worker) Start(ctx context.Context) error {
-	if err := w.client.Start(ctx); err != nil {
+	pool := w.store.Pool()
+	if err := w.beat(ctx); err != nil {
 		return fmt.Errorf("worker: start: %w", err)
+	}
+	if err := w.client.Start(ctx); err != nil {
+		_ = retire(context.WithoutCancel(ctx), pool, w.opts.ID)
+		return fmt.Errorf("worker: start: %w", err)
+	}
+	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopBeating, w.beatingDone = stop, make(chan struct{})
+	go w.beatUntilStopped(bctx)
+	return nil
+}
+
+// beatUntilStopped writes the worker's heartbeat and takes back the jobs
+// of dead workers every HeartbeatInterval until the River client has
+// stopped (its jobs are then back in the queue) or Stop ends it; it then
+// retires the worker's heartbeat.
+func (w *Worker) beatUntilStopped(ctx context.Context) {
+	defer close(w.beatingDone)
+	pool, id := w.store.Pool(), w.opts.ID
+	ticker := time.NewTicker(w.opts.HeartbeatInterval)
+	defer ticker.Stop()
+	for {
+		n, err := reapDead(ctx, pool, w.opts.DeadAfter)
+		w.metrics.took(n)
+		if err != nil && ctx.Err() == nil {
+			w.opts.Logger.Warn("liveness check failed", "err", err)
+		} else if n > 0 {
+			w.opts.Logger.Warn("took back the jobs of dead workers", "jobs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.client.Stopped():
+			_ = retire(context.WithoutCancel(ctx), pool, id)
+			return
+		case <-ticker.C:
+		}
+		if err := w.beat(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if w.Healthy() != nil {
+				w.opts.Logger.Error("heartbeat failing: past dead-after, other workers may run this worker's jobs again",
+					"dead_after", w.opts.DeadAfter, "err", err)
+			} else {
+				w.opts.Logger.Warn("heartbeat failed", "err", err)
+			}
+		}
+	}
+}
+
+// beat records the worker's heartbeat.
+func (w *Worker) beat(ctx context.Context) error {
+	err := beat(ctx, w.store.Pool(), w.opts.ID, w.opts.DeadAfter)
+	w.metrics.beat(err)
+	if err == nil {
+		w.lastBeat.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// Healthy returns nil while the worker's heartbeat is recorded (the
+// others count it alive), else an error saying since when it is not.
+func (w *Worker) Healthy() error {
+	last := w.lastBeat.Load()
+	if last == 0 {
+		return errors.New("worker not started")
+	}
+	if since := time.Since(time.Unix(0, last)); since > w.opts.DeadAfter {
+		return fmt.Errorf("no heartbeat recorded for %s (dead-after %s): other workers may be running this worker's jobs",
+			since.Round(time.Second), w.opts.DeadAfter)
+	}
+	select {
+	case <-w.client.Stopped():
+		return errors.New("worker stopped")
+	default:
 	}
 	return nil
 }
@@ -194,6 +313,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 		err := w.client.Stop(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = w.client.StopAndCancel(context.WithoutCancel(ctx))
+		}
+		if w.stopBeating != nil {
+			// The jobs are back in the queue: the heartbeat can go.
+			w.stopBeating()
+			<-w.beatingDone
+			if rerr := retire(context.WithoutCancel(ctx), w.store.Pool(), w.opts.ID); rerr != nil && err == nil {
+				err = rerr
+			}
 		}
 		w.runs.closeAll()
 		if err != nil {
@@ -239,6 +366,17 @@ func (w *Worker) build(ctx context.Context, runID string) (*runState, error) {
 	return st, nil
 }
 
+// defaultWorkerID names a worker after its host and process, with a
+// random suffix so that a restarted process never inherits the heartbeat
+// of its predecessor.
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.N(1<<16))
+}
+
 func cmpLogger(a, b *slog.Logger) *slog.Logger {
 	if a != nil {
 		return a
@@ -258,6 +396,18 @@ type jobWorker struct {
 // (the run could not be loaded, the result could not be written, the
 // worker is stopping) makes River retry the job later.
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
+	j.w.metrics.started()
+	defer j.w.metrics.ended()
+	err := j.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err != nil && !errors.As(err, &cancelled) {
+		j.w.metrics.jobFailed()
+	}
+	return err
+}
+
+// work is Work without the metrics.
+func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	w, a := j.w, job.Args
 	status, err := w.store.RunStatus(ctx, a.RunID)
 	if errors.Is(err, evalrun.ErrNotFound) {
@@ -299,42 +449,43 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	if err := w.write(ctx, res); err != nil {
 		return err
 	}
+	w.metrics.itemStored(res.Failed())
 	if st.strict {
-		for _, s := range res.Scores {
-			if s.Error != "" {
-				reason := fmt.Sprintf("%s: %s on item %s: %s", engine.ErrStrict, s.Scorer, res.ItemID, s.Error)
-				bg := context.WithoutCancel(ctx)
-				if _, err := w.store.CancelRun(bg, a.RunID, reason); err != nil {
-					w.opts.Logger.Error("strict mode: run not canceled", "run", a.RunID, "err", err)
-				} else if err := cancelJobs(bg, w.client, a.RunID); err != nil {
-					w.opts.Logger.Error("strict mode: jobs not canceled", "run", a.RunID, "err", err)
-				}
-				break
-			}
+		if strictErr := engine.StrictFailure(res); strictErr != nil {
+			w.stopStrict(context.WithoutCancel(ctx), a.RunID, strictErr)
 		}
 	}
 	return nil
 }
 
-// write stores one result, retrying a failing store a few times. It goes
-// on when ctx is cancelled: a processed item is worth keeping.
-func (w *Worker) write(ctx context.Context, res *evalrun.ItemResult) error {
-	ctx = context.WithoutCancel(ctx)
-	var err error
-	delay := 100 * time.Millisecond
-	for attempt := range writeAttempts {
-		if attempt > 0 {
-			time.Sleep(delay)
-			delay *= 2
-		}
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		err = w.store.WriteResults(wctx, []*evalrun.ItemResult{res})
-		cancel()
-		if err == nil || errors.Is(err, evalrun.ErrNotFound) {
-			break
-		}
-		w.opts.Logger.Warn("result not written, retrying", "run", res.RunID, "index", res.Index, "attempt", attempt+1, "err", err)
+// stopStrict stops a strict run after a scorer failed, as the engine stops
+// a local one: the run is marked failed with the error (the coordinator
+// finalizes it and knows it failed in strict mode from that status) and
+// its other jobs are cancelled.
+func (w *Worker) stopStrict(ctx context.Context, runID string, strictErr error) {
+	if _, err := w.store.FailRun(ctx, runID, strictErr.Error()); err != nil {
+		w.opts.Logger.Error("strict mode: run not stopped", "run", runID, "err", err)
+	} else if err := cancelJobs(ctx, w.client, runID); err != nil {
+		w.opts.Logger.Error("strict mode: jobs not cancelled", "run", runID, "err", err)
 	}
+}
+
+// write stores one result, retrying a failing store a few times with the
+// back-off of package retry (on the worker's clock). It goes on when ctx
+// is cancelled: a processed item is worth keeping.
+func (w *Worker) write(ctx context.Context, res *evalrun.ItemResult) error {
+	policy := retry.Policy{MaxRetries: writeAttempts - 1, Delay: writeRetryDelay, Clock: w.opts.Clock}
+	_, err := retry.Do(context.WithoutCancel(ctx), policy, func(ctx context.Context, attempt int) error {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		defer cancel()
+		err := w.store.WriteResults(wctx, []*evalrun.ItemResult{res})
+		if err == nil || errors.Is(err, evalrun.ErrNotFound) {
+			return err
+		}
+		w.opts.Logger.Warn("result not written", "run", res.RunID, "index", res.Index, "attempt", attempt+1, "err", err)
+		// Any store failure may pass: each is worth another try.
+		return evalrun.Transient(err)
+	})
 	if errors.Is(err, evalrun.ErrNotFound) {
 		return river.JobCancel(err) // the run was deleted
 	}

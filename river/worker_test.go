@@ -3,10 +3,15 @@ package river
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
 )
 
 // A permanent target error is not retried by the queue (one call); a
@@ -208,5 +213,132 @@ func TestWaitRefusesARunWithoutJobs(t *testing.T) {
 	}
 	if stored.Status != evalrun.RunRunning || !stored.CompletedAt.IsZero() {
 		t.Errorf("stored run = %+v, want it untouched", stored)
+	}
+}
+
+// In strict mode a scorer error on a worker stops the run, and the
+// coordinator finalizes it failed with an error that is engine.ErrStrict
+// (as a local run ends), knowing it from the run's status, not its text.
+func TestStrictScorerErrorFailsTheRun(t *testing.T) {
+	b := setup(t, 20*time.Millisecond)
+	items := b.importItems(t, "strict", append([]string{"scorerr-0"}, inputs("ok", 100)...))
+	b.startWorker(t, &testBuilder{store: b.store}, 1)
+	run := b.enqueue(t, "strict", items, runConfig{Strict: true})
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := b.coord.Wait(ctx, run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunFailed || !errors.Is(s.Err, engine.ErrStrict) || s.Skipped == 0 {
+		t.Fatalf("summary = %+v (err %v), want failed by strict mode with items skipped", s, s.Err)
+	}
+	if want := "exact on item scorerr-0: grader unavailable (test)"; !strings.Contains(s.Err.Error(), want) {
+		t.Errorf("error %q does not say %q", s.Err, want)
+	}
+	stored, err := b.store.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != evalrun.RunFailed || stored.CompletedAt.IsZero() || stored.Error != s.Err.Error() {
+		t.Errorf("stored run = %+v, want it finalized failed with the summary's error", stored)
+	}
+}
+
+// A run cancelled with a reason that merely reads like strict mode's is a
+// cancelled run: the coordinator goes by the run's status, not by its
+// error text (it used to finalize it failed, as if strict mode had stopped
+// it).
+func TestCancelReasonIsNotTakenForStrictMode(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "text", inputs("t", 3))
+	run := b.enqueue(t, "text", items, runConfig{})
+	reason := engine.ErrStrict.Error() + ": typed by an operator"
+	if _, err := b.store.CancelRun(t.Context(), run.ID, reason); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.coord.Wait(t.Context(), run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCanceled || !errors.Is(s.Err, ErrCanceled) || errors.Is(s.Err, engine.ErrStrict) || s.Err.Error() != reason {
+		t.Fatalf("summary = %+v (err %v), want canceled with the reason, ErrCanceled and not ErrStrict", s, s.Err)
+	}
+}
+
+// recordingClock is a Clock whose waits end at once and are recorded.
+type recordingClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *recordingClock) Now() time.Time { return time.Now() }
+
+func (c *recordingClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
+}
+
+// A result the store refuses is written again after the back-off of
+// package retry, waited on the worker's clock (it slept on the wall clock,
+// which tests could neither see nor skip).
+func TestWorkerRetriesAFailingWriteOnItsClock(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "w", []string{"w-1"})
+	ctx := t.Context()
+	// The database refuses the first two result rows.
+	if _, err := b.store.Pool().Exec(ctx, `CREATE SEQUENCE refused_writes;
+		CREATE FUNCTION refuse_two() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('refused_writes') <= 2 THEN RAISE EXCEPTION 'disk full (test)'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_two BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION refuse_two()`); err != nil {
+		t.Fatal(err)
+	}
+	clock := &recordingClock{}
+	b.startWorkerWith(t, &testBuilder{store: b.store}, WorkerOptions{Concurrency: 1, Clock: clock})
+	run := b.enqueue(t, "w", items, runConfig{})
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := b.coord.Wait(wctx, run.ID, WaitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != evalrun.RunCompleted || s.Succeeded != 1 {
+		t.Fatalf("summary = %+v, want the result written on the third try", s)
+	}
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if len(clock.waits) != 2 || clock.waits[0] < writeRetryDelay || clock.waits[1] < 2*writeRetryDelay {
+		t.Errorf("waits on the worker's clock = %v, want two growing back-offs from %s", clock.waits, writeRetryDelay)
+	}
+	if n := b.target.callsOf("w-1"); n != 1 {
+		t.Errorf("target calls = %d, want 1 (only the write is retried)", n)
+	}
+}
+
+// The queue's retry delays grow from a second, with package retry's
+// jitter, and stop growing at a minute.
+func TestQueueRetryPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		errors   int
+		min, max time.Duration
+	}{
+		{0, time.Second, 1250 * time.Millisecond},
+		{1, time.Second, 1250 * time.Millisecond},
+		{3, 4 * time.Second, 5 * time.Second},
+		{20, queueRetryCap - time.Second, queueRetryCap},
+	} {
+		job := &rivertype.JobRow{Errors: make([]rivertype.AttemptError, tc.errors)}
+		got := time.Until(retryPolicy{}.NextRetry(job))
+		if got < tc.min-50*time.Millisecond || got > tc.max {
+			t.Errorf("after %d errors: retry in %s, want %s to %s", tc.errors, got, tc.min, tc.max)
+		}
 	}
 }

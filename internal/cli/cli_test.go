@@ -104,6 +104,26 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// evalrun --help lists every command a user can run, worker (distributed
+// mode) included, with what it does.
+func TestRootHelpListsWorker(t *testing.T) {
+	b := setup(t)
+	code, out, _ := b.run("--help")
+	if code != 0 {
+		t.Fatalf("evalrun --help: exit %d", code)
+	}
+	_, commands, ok := strings.Cut(out, "Available Commands:")
+	if !ok {
+		t.Fatalf("evalrun --help lists no commands:\n%s", out)
+	}
+	commands, _, _ = strings.Cut(commands, "Flags:")
+	for _, want := range []string{"run ", "worker      Execute the items of distributed runs (PostgreSQL)", "serve ", "runs ", "report ", "compare "} {
+		if !strings.Contains(commands, "\n  "+want) {
+			t.Errorf("evalrun --help does not list %q:\n%s", want, commands)
+		}
+	}
+}
+
 func TestHelpHasExamples(t *testing.T) {
 	b := setup(t)
 	var walk func(path []string)
@@ -115,7 +135,7 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 	for _, p := range [][]string{{}, {"run"}, {"dataset"}, {"dataset", "import"}, {"dataset", "list"}, {"dataset", "show"},
 		{"dataset", "versions"}, {"dataset", "export"}, {"runs"}, {"runs", "list"}, {"runs", "show"}, {"runs", "cancel"},
-		{"report"}, {"compare"}, {"version"}} {
+		{"report"}, {"compare"}, {"serve"}, {"worker"}, {"version"}} {
 		walk(p)
 	}
 	code, out, _ := b.run("completion", "bash")

@@ -78,7 +78,9 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
 	cause := context.Cause(ctx)
-	if sum.Err != nil && sum.Err.Error() == errCanceled.Error() {
+	if errors.Is(sum.Err, river.ErrCanceled) {
+		// Cancelled from elsewhere (evalrun runs cancel), not by this
+		// process's Ctrl-C, whose cause Wait returns instead.
 		cause = errCanceled
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
@@ -37,12 +43,7 @@ func TestDistributedNeedsPostgres(t *testing.T) {
 // run --distributed with a worker gives the report and exit code of a
 // local run of the same suite.
 func TestDistributedRunMatchesLocal(t *testing.T) {
-	pgtest.Require(t)
-	b := setup(t)
-	b.db = pgtest.NewDatabase(t)
-	b.env = []string{"EVALRUN_DB=" + b.db}
-	srv := newServer(t, false)
-	suite := b.httpSuite(srv.URL)
+	b, suite := setupPostgres(t)
 
 	ctx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan int, 1)
@@ -139,4 +140,159 @@ func TestRunsCancelDistributedWithoutCoordinator(t *testing.T) {
 	if dist, err := river.IsDistributed(ctx, pg, "no-such-run"); err != nil || dist {
 		t.Fatalf("IsDistributed(unknown) = %v, %v", dist, err)
 	}
+}
+
+// A distributed run cancelled with evalrun runs cancel while its
+// coordinator waits says so, as a local run does, not "interrupted": the
+// coordinator's cancel is recognised by its type (it was compared with a
+// message the coordinator never returns).
+func TestDistributedRunCancelledFromElsewhereSaysSo(t *testing.T) {
+	b, suite := setupPostgres(t)
+
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() { // no worker: the run waits in the queue
+		code, _, stderr := b.run("run", suite, "--distributed", "-q")
+		done <- result{code, stderr}
+	}()
+	ctx := context.Background()
+	pg, err := postgres.Open(ctx, b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	var runID string
+	deadline := time.Now().Add(30 * time.Second)
+	for runID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the distributed run was not enqueued within 30 s")
+		}
+		runs, err := pg.ListRuns(ctx, evalrun.RunFilter{})
+		if err == nil && len(runs) == 1 && runs[0].Status == evalrun.RunRunning {
+			if dist, _ := river.IsDistributed(ctx, pg, runs[0].ID); dist {
+				runID = runs[0].ID
+				continue
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, stdout, stderr := b.run("runs", "cancel", runID); code != ExitOK {
+		t.Fatalf("runs cancel: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r := <-done
+	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "run "+runID+" cancelled (evalrun runs cancel)") {
+		t.Fatalf("run --distributed: exit %d, stderr:\n%s\nwant %d and \"cancelled (evalrun runs cancel)\"", r.code, r.stderr, ExitInterrupted)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a running command writes while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// evalrun worker --metrics-addr serves Prometheus metrics: after a
+// distributed run, a scrape shows the items it did, none in flight, the
+// queue drained and a recent heartbeat; /healthz says ok.
+func TestWorkerServesMetrics(t *testing.T) {
+	b, suite := setupPostgres(t)
+
+	ctx, stopWorker := context.WithCancel(context.Background())
+	stderr := &lockedBuffer{}
+	workerDone := make(chan int, 1)
+	go func() {
+		code := 0
+		code, _, _ = b.main(ctx, func(st *State) { st.Stderr = stderr }, "worker", "--concurrency", "2", "--metrics-addr", "127.0.0.1:0")
+		workerDone <- code
+	}()
+	defer func() {
+		stopWorker()
+		if code := <-workerDone; code != ExitOK {
+			t.Errorf("worker exit %d: %s", code, stderr)
+		}
+	}()
+	addrRe := regexp.MustCompile(`worker metrics: http://([0-9.:]+)/metrics`)
+	var addr string
+	deadline := time.Now().Add(30 * time.Second)
+	for addr == "" {
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the worker did not announce its metrics address: %s", stderr)
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if code, _, errs := b.run("run", suite, "--distributed", "-q"); code != ExitOK {
+		t.Fatalf("run --distributed: exit %d: %s", code, errs)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	wants := []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^evalrun_worker_items_total\{outcome="succeeded",worker="[^"]+"\} 3$`),
+		regexp.MustCompile(`(?m)^evalrun_worker_items_total\{outcome="failed",worker="[^"]+"\} 0$`),
+		regexp.MustCompile(`(?m)^evalrun_worker_items_in_flight\{worker="[^"]+"\} 0$`),
+		regexp.MustCompile(`(?m)^evalrun_queue_jobs\{queue="evalrun",state="available"\} 0$`),
+		regexp.MustCompile(`(?m)^evalrun_queue_jobs\{queue="evalrun",state="running"\} 0$`),
+		regexp.MustCompile(`(?m)^evalrun_worker_last_heartbeat_timestamp_seconds\{worker="[^"]+"\} [0-9.e+]+$`),
+		regexp.MustCompile(`(?m)^go_goroutines `),
+	}
+	// The worker counts an item just after storing its result, and River
+	// records a job completed just after that: scrape until both show.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		code, metrics := get("/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d %s", code, metrics)
+		}
+		var missing []string
+		for _, want := range wants {
+			if !want.MatchString(metrics) {
+				missing = append(missing, want.String())
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics has no line matching %s:\n%s", strings.Join(missing, ", "), metrics)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK || !strings.HasPrefix(body, "ok: worker ") {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+}
+
+// setupPostgres is setup on a fresh PostgreSQL database, with the http
+// suite of a test server; it skips without TEST_DATABASE_URL.
+func setupPostgres(t *testing.T) (*bundle, string) {
+	pgtest.Require(t)
+	b := setup(t)
+	b.db = pgtest.NewDatabase(t)
+	b.env = []string{"EVALRUN_DB=" + b.db}
+	return b, b.httpSuite(newServer(t, false).URL)
 }

@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/evalrun/evalrun/river"
@@ -15,9 +20,11 @@ func init() { register(newWorkerCmd) }
 
 func newWorkerCmd(st *State) *cobra.Command {
 	var (
-		concurrency              int
-		queues                   []string
-		rescueAfter, stopTimeout time.Duration
+		concurrency                       int
+		queues                            []string
+		heartbeat, deadAfter, stopTimeout time.Duration
+		rescueAfter                       time.Duration
+		metricsAddr                       string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -41,33 +48,62 @@ requests/min shared by 3 workers, set rate_limit: 200/m. Adaptive concurrency
 
 SIGTERM or Ctrl-C stops gracefully: no new jobs; jobs in flight get
 --stop-timeout to finish, then are canceled and go back to the queue for
-another worker. A worker killed outright (SIGKILL, power loss) loses nothing:
-its jobs are made available again after --rescue-after; give every worker the
-same value, well above the suites' item_timeout (a job still running past 90%
-of it is canceled and retried).`,
+another worker. A worker killed outright (SIGKILL, OOM, power loss) loses
+nothing: every worker records a heartbeat in the database every --heartbeat,
+and the others run the jobs of a worker silent for --dead-after again (within
+about dead-after + heartbeat + 1 s: 24 s by default). A live worker's item is
+never taken from it, however long it runs.
+
+--metrics-addr HOST:PORT serves Prometheus metrics at /metrics (items done
+and failed, in flight, job errors, heartbeats, queue depth by state) and the
+worker's health at /healthz (200 while its heartbeat is recorded, else 503).
+Nothing listens unless it is given; it serves no data of the runs.`,
 		Example: `  EVALRUN_DB=postgres://evalrun@db.internal/evalrun evalrun worker
   evalrun worker --db postgres://evalrun@db.internal/evalrun --concurrency 20
-  evalrun worker --queues evalrun,nightly --rescue-after 30m`,
+  evalrun worker --queues evalrun,nightly --dead-after 1m
+  evalrun worker --metrics-addr 127.0.0.1:9464`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return st.worker(cmd, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
-				RescueAfter: rescueAfter, StopTimeout: stopTimeout})
+			return st.worker(cmd, metricsAddr, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
+				HeartbeatInterval: heartbeat, DeadAfter: deadAfter, StopTimeout: stopTimeout})
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&concurrency, "concurrency", river.DefaultConcurrency, "items this worker executes at once (per queue)")
 	fl.StringSliceVar(&queues, "queues", []string{river.DefaultQueue}, "River queues to work, comma-separated")
-	fl.DurationVar(&rescueAfter, "rescue-after", river.DefaultRescueAfter, "a job running longer is presumed lost and run again (same value on every worker; above item_timeout)")
+	fl.DurationVar(&heartbeat, "heartbeat", river.DefaultHeartbeatInterval, "how often this worker records that it is alive and looks for dead workers")
+	fl.DurationVar(&deadAfter, "dead-after", river.DefaultDeadAfter, "others run this worker's jobs again after it has been silent this long (at least 2 × --heartbeat)")
+	// --rescue-after tuned River's age-based rescue, which took a live
+	// worker's slow item; liveness is by heartbeat now. Scripts passing it
+	// keep working.
+	fl.DurationVar(&rescueAfter, "rescue-after", 0, "")
+	_ = fl.MarkDeprecated("rescue-after", "dead workers are detected by heartbeat now; use --dead-after")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) and health (/healthz) on HOST:PORT; off unless given")
 	fl.DurationVar(&stopTimeout, "stop-timeout", river.DefaultStopTimeout, "on SIGTERM, how long jobs in flight may finish before they return to the queue")
 	return cmd
 }
 
 // worker is evalrun worker: it runs until the command's context ends
 // (SIGINT/SIGTERM), then stops gracefully.
-func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
+func (st *State) worker(cmd *cobra.Command, metricsAddr string, opts river.WorkerOptions) error {
 	ctx := cmd.Context()
 	if opts.Concurrency < 1 {
 		return invalidf("--concurrency %d: must be at least 1", opts.Concurrency)
+	}
+	if opts.HeartbeatInterval <= 0 || opts.DeadAfter < 2*opts.HeartbeatInterval {
+		return invalidf("--heartbeat %s, --dead-after %s: the heartbeat must be positive and dead-after at least twice it",
+			opts.HeartbeatInterval, opts.DeadAfter)
+	}
+	var metricsLn net.Listener
+	if metricsAddr != "" {
+		// Listen before anything starts, so a taken port is refused at once.
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", metricsAddr)
+		if err != nil {
+			return invalidf("--metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464)", metricsAddr, err)
+		}
+		defer ln.Close()
+		metricsLn = ln
 	}
 	pg, err := st.openPostgres(cmd)
 	if err != nil {
@@ -75,6 +111,11 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	}
 	defer pg.Close()
 	opts.Logger = slog.New(slog.NewTextHandler(st.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	reg := prometheus.NewRegistry()
+	if metricsLn != nil {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Metrics = reg
+	}
 	w, err := river.NewWorker(ctx, pg, &suiteBuilder{st: st, store: pg}, opts)
 	if err != nil {
 		return err
@@ -82,7 +123,13 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.Stderr, "worker started: concurrency %d, queues %v, storage %s\n", opts.Concurrency, opts.Queues, redactURL(st.dbURL(cmd)))
+	fmt.Fprintf(st.Stderr, "worker %s started: concurrency %d, queues %v, storage %s\n", w.ID(), opts.Concurrency, opts.Queues, redactURL(st.dbURL(cmd)))
+	if metricsLn != nil {
+		srv := metricsServer(reg, w)
+		go func() { _ = srv.Serve(metricsLn) }()
+		defer srv.Close()
+		fmt.Fprintf(st.Stderr, "worker metrics: http://%s/metrics, health: http://%s/healthz\n", metricsLn.Addr(), metricsLn.Addr())
+	}
 	<-ctx.Done()
 	fmt.Fprintf(st.Stderr, "worker stopping: waiting up to %s for the jobs in flight\n", opts.StopTimeout)
 	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
@@ -90,4 +137,20 @@ func (st *State) worker(cmd *cobra.Command, opts river.WorkerOptions) error {
 	}
 	fmt.Fprintln(st.Stderr, "worker stopped")
 	return nil
+}
+
+// metricsServer serves a worker's Prometheus metrics and its health.
+func metricsServer(reg *prometheus.Registry, w *river.Worker) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := w.Healthy(); err != nil {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(rw, "unhealthy: %v\n", err)
+			return
+		}
+		fmt.Fprintf(rw, "ok: worker %s\n", w.ID())
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 }
