@@ -38,26 +38,6 @@ func (s *Store) RunStatus(ctx context.Context, runID string) (evalrun.RunStatus,
 	return evalrun.RunStatus(status), nil
 }
 
-// CancelRun marks a pending or running run canceled, recording reason as
-// its error unless it has one. It reports whether the run changed: false
-// when it had already ended or been cancelled. An unknown run is an error
-// wrapping ErrNotFound.
-func (s *Store) CancelRun(ctx context.Context, runID, reason string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, error = CASE WHEN error = '' THEN $3 ELSE error END
-		WHERE id = $1 AND status IN ($4, $5)`,
-		runID, string(evalrun.RunCanceled), reason, string(evalrun.RunPending), string(evalrun.RunRunning))
-	if err != nil {
-		return false, fmt.Errorf("cancel run %q: %w", runID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	if _, err := s.RunStatus(ctx, runID); err != nil {
-		return false, err
-	}
-	return false, nil
-}
-
 // CountResults returns how many results of the run are stored: succeeded
 // (no target error) and failed.
 func (s *Store) CountResults(ctx context.Context, runID string) (succeeded, failed int, err error) {

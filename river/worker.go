@@ -304,7 +304,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 			if s.Error != "" {
 				reason := fmt.Sprintf("%s: %s on item %s: %s", engine.ErrStrict, s.Scorer, res.ItemID, s.Error)
 				bg := context.WithoutCancel(ctx)
-				if _, err := w.store.CancelRun(bg, a.RunID, reason); err != nil {
+				if _, _, err := w.store.CancelRun(bg, a.RunID, reason); err != nil {
 					w.opts.Logger.Error("strict mode: run not cancelled", "run", a.RunID, "err", err)
 				} else if err := cancelJobs(bg, w.client, a.RunID); err != nil {
 					w.opts.Logger.Error("strict mode: jobs not cancelled", "run", a.RunID, "err", err)
