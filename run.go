@@ -66,7 +66,7 @@ type Run struct {
 	// Summary.Concurrency); 0 until the run ends.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Error is the fatal error that ended the run, if any.
-	Error       string    `json:"error,omitempty"`
+	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// StartedAt is when the run first started; a resume keeps it, so the
 	// duration of a resumed run spans its pauses.
