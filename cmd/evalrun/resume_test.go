@@ -161,6 +161,7 @@ func TestConcurrentResumesExecuteEachItemOnce(t *testing.T) {
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = p.cmd.Process.Kill() }) // a failed test leaves none behind
 		go func() {
 			_ = p.cmd.Wait()
 			exited <- i

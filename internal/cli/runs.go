@@ -97,6 +97,9 @@ func newRunsShowCmd(st *State) *cobra.Command {
 				row("created", timeText(r.CreatedAt))
 				row("started", timeText(r.StartedAt))
 				row("completed", timeText(r.CompletedAt))
+				if r.ClaimedBy != "" {
+					row("claimed by", fmt.Sprintf("%s (until %s)", r.ClaimedBy, timeText(r.ClaimExpires)))
+				}
 				return tw.Flush()
 			})
 		},
