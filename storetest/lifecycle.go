@@ -81,29 +81,37 @@ func testCancelRunConcurrent(t *testing.T, s evalrun.Store) {
 	r := testRun("r1", "qa", 1, base)
 	r.Status = evalrun.RunRunning
 	mustCreateRun(t, s, r)
-	const n = 8
+	won := race(8, func(i int) bool {
+		_, changed, err := s.CancelRun(t.Context(), r.ID, fmt.Sprintf("stop %d", i))
+		if err != nil {
+			t.Error(err)
+		}
+		return changed
+	})
+	if len(won) != 1 {
+		t.Fatalf("%d of 8 concurrent CancelRun calls changed the run (%v), want 1", len(won), won)
+	}
+}
+
+// race calls fn(0)…fn(n-1) at once and returns the i whose call returned
+// true.
+func race(n int, fn func(i int) bool) []int {
 	var wg sync.WaitGroup
-	changes := make(chan bool, n)
+	wins := make(chan int, n)
 	for i := range n {
 		wg.Go(func() {
-			_, changed, err := s.CancelRun(t.Context(), r.ID, fmt.Sprintf("stop %d", i))
-			if err != nil {
-				t.Error(err)
+			if fn(i) {
+				wins <- i
 			}
-			changes <- changed
 		})
 	}
 	wg.Wait()
-	close(changes)
-	won := 0
-	for c := range changes {
-		if c {
-			won++
-		}
+	close(wins)
+	var out []int
+	for i := range wins {
+		out = append(out, i)
 	}
-	if won != 1 {
-		t.Fatalf("%d of %d concurrent CancelRun calls changed the run, want 1", won, n)
-	}
+	return out
 }
 
 func claim(owner string, ttl time.Duration) evalrun.RunClaim {
@@ -119,33 +127,22 @@ func testClaimRun(t *testing.T, s evalrun.Store) {
 	mustCreateRun(t, s, r)
 
 	const n = 8
-	var wg sync.WaitGroup
-	winners := make(chan string, n)
-	for i := range n {
-		wg.Go(func() {
-			owner := fmt.Sprintf("proc-%d", i)
-			got, ok, err := s.ClaimRun(t.Context(), r.ID, claim(owner, 10*time.Second))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if ok {
-				winners <- owner
-			} else if got.ClaimedBy == "" || got.ClaimedBy == owner {
-				t.Errorf("refused claim of %s names holder %q", owner, got.ClaimedBy)
-			}
-		})
-	}
-	wg.Wait()
-	close(winners)
-	var won []string
-	for w := range winners {
-		won = append(won, w)
-	}
+	won := race(n, func(i int) bool {
+		owner := fmt.Sprintf("proc-%d", i)
+		got, ok, err := s.ClaimRun(t.Context(), r.ID, claim(owner, 10*time.Second))
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		if !ok && (got.ClaimedBy == "" || got.ClaimedBy == owner) {
+			t.Errorf("refused claim of %s names holder %q", owner, got.ClaimedBy)
+		}
+		return ok
+	})
 	if len(won) != 1 {
 		t.Fatalf("%d of %d concurrent claims won (%v), want 1", len(won), n, won)
 	}
-	owner := won[0]
+	owner := fmt.Sprintf("proc-%d", won[0])
 	got, err := s.GetRun(t.Context(), r.ID)
 	if err != nil {
 		t.Fatal(err)

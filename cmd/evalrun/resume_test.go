@@ -39,6 +39,19 @@ func interrupted(t *testing.T, e *env, srv *answerServer, n int, sig syscall.Sig
 	srv.mu.Unlock()
 	t.Cleanup(func() { close(release) })
 	cmd := e.command("run", "suite.yaml", "-q")
+	stderr := signalWhen(t, cmd, held, sig)
+	id := runID(t, stderr)
+	srv.mu.Lock()
+	srv.hold = nil
+	srv.mu.Unlock()
+	return id, storedItems(t, e, id)
+}
+
+// signalWhen starts cmd, sends it sig once held is closed (failing the
+// test when that takes over 30 s), waits for it to exit and returns its
+// standard error.
+func signalWhen(t *testing.T, cmd *exec.Cmd, held <-chan struct{}, sig syscall.Signal) string {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -48,17 +61,13 @@ func interrupted(t *testing.T, e *env, srv *answerServer, n int, sig syscall.Sig
 	case <-held:
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("the run never reached the held request\n%s", stderr.String())
+		t.Fatalf("the run never reached a held request\n%s", stderr.String())
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	id := runID(t, stderr.String())
-	srv.mu.Lock()
-	srv.hold = nil
-	srv.mu.Unlock()
-	return id, storedItems(t, e, id)
+	return stderr.String()
 }
 
 // storedItems returns the ids of the items with a stored result.
