@@ -2,6 +2,7 @@ package evalrun
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -22,6 +23,23 @@ const (
 func (s RunStatus) Done() bool {
 	return s == RunCompleted || s == RunFailed || s == RunCanceled
 }
+
+// Resumable reports whether a run in status s may be continued (resumed):
+// it was interrupted (canceled) or its process died (pending, running). A
+// completed or failed run is finished: its record and report are final.
+func (s RunStatus) Resumable() bool { return slices.Contains(ResumableStatuses, s) }
+
+// Cancelable reports whether a run in status s may be cancelled: it has
+// not ended.
+func (s RunStatus) Cancelable() bool { return slices.Contains(CancelableStatuses, s) }
+
+// ResumableStatuses are the statuses of [RunStatus.Resumable], the ones
+// [RunStore.ClaimRun] accepts; stores build their condition from it.
+var ResumableStatuses = []RunStatus{RunPending, RunRunning, RunCanceled}
+
+// CancelableStatuses are the statuses of [RunStatus.Cancelable], the ones
+// [RunStore.CancelRun] changes; stores build their condition from it.
+var CancelableStatuses = []RunStatus{RunPending, RunRunning}
 
 // Run is the record of one evaluation run.
 type Run struct {
@@ -48,10 +66,23 @@ type Run struct {
 	// Summary.Concurrency); 0 until the run ends.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Error is the fatal error that ended the run, if any.
-	Error       string    `json:"error,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// StartedAt is when the run first started; a resume keeps it, so the
+	// duration of a resumed run spans its pauses.
 	StartedAt   time.Time `json:"started_at,omitzero"`
 	CompletedAt time.Time `json:"completed_at,omitzero"`
+	// ClaimedBy names the process executing the run ([RunStore.ClaimRun]),
+	// empty when none; ClaimExpires is when its claim lapses unless
+	// renewed. Only ClaimRun and ReleaseRun change them.
+	ClaimedBy    string    `json:"claimed_by,omitempty"`
+	ClaimExpires time.Time `json:"claim_expires,omitzero"`
+}
+
+// Claimed reports whether a process other than owner holds a claim on the
+// run that has not expired at now.
+func (r *Run) Claimed(owner string, now time.Time) bool {
+	return r.ClaimedBy != "" && r.ClaimedBy != owner && now.Before(r.ClaimExpires)
 }
 
 // ScorerInfo names a scorer of a run.

@@ -45,8 +45,29 @@ type RunStore interface {
 	// CreateRun stores a new run record; run.ID must be set and unique.
 	CreateRun(ctx context.Context, run *Run) error
 	// UpdateRun replaces the status, counts, error and timestamps of an
-	// existing run (ErrNotFound otherwise).
+	// existing run (ErrNotFound otherwise). It leaves the claim
+	// (ClaimedBy, ClaimExpires) alone.
 	UpdateRun(ctx context.Context, run *Run) error
+	// CancelRun marks a run that has not ended ([RunStatus.Cancelable])
+	// canceled in one conditional step, recording reason as its error
+	// unless it has one; nothing else changes. It returns the run as
+	// stored afterwards and whether this call changed it: a run that ended
+	// meanwhile is left as it is (changed is false) and the returned
+	// record says how it ended. An unknown run is ErrNotFound.
+	CancelRun(ctx context.Context, id, reason string) (run *Run, changed bool, err error)
+	// ClaimRun makes c.Owner the one process executing the run, until the
+	// store's clock passes now + c.TTL, in one conditional step. It
+	// succeeds when the run is [RunStatus.Resumable] and no other owner
+	// holds an unexpired claim (c.Replace's claim does not count); a
+	// claim by c.Owner itself is renewed, whatever the status. It returns
+	// the run as stored afterwards and whether c.Owner now holds it: when
+	// not, the record says why (finished, or ClaimedBy and ClaimExpires of
+	// the holder). An unknown run is ErrNotFound; an empty owner or a TTL
+	// ≤ 0 is ErrInvalid.
+	ClaimRun(ctx context.Context, id string, c RunClaim) (run *Run, claimed bool, err error)
+	// ReleaseRun drops owner's claim on the run; it does nothing when
+	// owner does not hold it. An unknown run is ErrNotFound.
+	ReleaseRun(ctx context.Context, id, owner string) error
 	// GetRun returns a run, or ErrNotFound.
 	GetRun(ctx context.Context, id string) (*Run, error)
 	// ListRuns returns runs newest first.
@@ -95,6 +116,19 @@ type Store interface {
 	RunStore
 	// Close releases the backend's resources. Closing twice is safe.
 	Close() error
+}
+
+// RunClaim asks [RunStore.ClaimRun] for a run.
+type RunClaim struct {
+	// Owner identifies the claiming process; it must not be empty.
+	Owner string
+	// TTL is how long the claim holds unless renewed; a process that dies
+	// without releasing its claim loses it after TTL.
+	TTL time.Duration
+	// Replace, when set, is an owner the caller knows to be gone (its
+	// process no longer exists): its claim is taken over before it
+	// expires.
+	Replace string
 }
 
 // RunFilter selects runs. The zero value selects every run.

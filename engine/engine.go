@@ -116,7 +116,9 @@ func (r *runner) prepare(ctx context.Context, rec *evalrun.Run) error {
 		}
 	}
 	rec.Status = evalrun.RunRunning
-	rec.StartedAt = now
+	if !r.opts.Resume || rec.StartedAt.IsZero() {
+		rec.StartedAt = now // a resumed run keeps its first start
+	}
 	rec.CompletedAt = time.Time{}
 	rec.Error = ""
 	rec.Succeeded, rec.Failed, rec.Skipped = r.priorSucceeded, r.priorFailed, r.total-r.priorSucceeded-r.priorFailed

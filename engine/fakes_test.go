@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -66,6 +67,49 @@ func (s *fakeStore) GetRun(_ context.Context, id string) (*evalrun.Run, error) {
 
 func (s *fakeStore) ListRuns(context.Context, evalrun.RunFilter) ([]*evalrun.Run, error) {
 	return nil, nil
+}
+
+// CancelRun, ClaimRun and ReleaseRun complete the RunStore; the engine
+// calls none of them (the CLI does, around engine.Run).
+func (s *fakeStore) CancelRun(_ context.Context, id, reason string) (*evalrun.Run, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, false, evalrun.ErrNotFound
+	}
+	if !r.Status.Cancelable() {
+		return &r, false, nil
+	}
+	r.Status, r.Error = evalrun.RunCanceled, cmp.Or(r.Error, reason)
+	s.runs[id] = r
+	return &r, true, nil
+}
+
+func (s *fakeStore) ClaimRun(_ context.Context, id string, c evalrun.RunClaim) (*evalrun.Run, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, false, evalrun.ErrNotFound
+	}
+	now := time.Now()
+	if r.ClaimedBy != c.Owner && (r.Claimed(c.Owner, now) || !r.Status.Resumable()) {
+		return &r, false, nil
+	}
+	r.ClaimedBy, r.ClaimExpires = c.Owner, now.Add(c.TTL)
+	s.runs[id] = r
+	return &r, true, nil
+}
+
+func (s *fakeStore) ReleaseRun(_ context.Context, id, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.runs[id]; ok && r.ClaimedBy == owner {
+		r.ClaimedBy, r.ClaimExpires = "", time.Time{}
+		s.runs[id] = r
+	}
+	return nil
 }
 
 func (s *fakeStore) WriteResults(_ context.Context, batch []*evalrun.ItemResult) error {

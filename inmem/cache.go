@@ -39,8 +39,8 @@ func (c *responseCache) now() time.Time {
 	return time.Now()
 }
 
-// SetClock sets the clock the response cache reads to decide expiry
-// ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
+// SetClock sets the clock the response cache reads to decide expiry, and
+// run claims (ClaimRun) their lease ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
 // call at any time.
 func (s *Store) SetClock(c evalrun.Clock) { s.cache.clock.Store(&clockBox{c}) }
 

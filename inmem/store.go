@@ -252,6 +252,7 @@ func (s *Store) CreateRun(_ context.Context, run *evalrun.Run) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.now().UTC()
 	}
+	r.ClaimedBy, r.ClaimExpires = "", time.Time{} // only ClaimRun claims
 	s.runs[run.ID] = &runRec{info: *r, results: map[resultKey]*evalrun.ItemResult{}}
 	return nil
 }
@@ -263,6 +264,7 @@ func copyRun(run *evalrun.Run) *evalrun.Run {
 	r.CreatedAt = run.CreatedAt.UTC()
 	r.StartedAt = run.StartedAt.UTC()
 	r.CompletedAt = run.CompletedAt.UTC()
+	r.ClaimExpires = run.ClaimExpires.UTC()
 	return &r
 }
 
@@ -282,6 +284,61 @@ func (s *Store) UpdateRun(_ context.Context, run *evalrun.Run) error {
 	r.Error = run.Error
 	r.StartedAt = run.StartedAt.UTC()
 	r.CompletedAt = run.CompletedAt.UTC()
+	return nil
+}
+
+// CancelRun implements [evalrun.RunStore].
+func (s *Store) CancelRun(_ context.Context, id, reason string) (*evalrun.Run, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.runs[id]
+	if rec == nil {
+		return nil, false, fmt.Errorf("cancel run %q: %w", id, evalrun.ErrNotFound)
+	}
+	r := &rec.info
+	if !r.Status.Cancelable() {
+		return copyRun(r), false, nil
+	}
+	r.Status = evalrun.RunCanceled
+	if r.Error == "" {
+		r.Error = reason
+	}
+	return copyRun(r), true, nil
+}
+
+// ClaimRun implements [evalrun.RunStore], by the clock of SetClock.
+func (s *Store) ClaimRun(_ context.Context, id string, c evalrun.RunClaim) (*evalrun.Run, bool, error) {
+	if c.Owner == "" || c.TTL <= 0 {
+		return nil, false, fmt.Errorf("claim run %q: owner %q, ttl %v: %w", id, c.Owner, c.TTL, evalrun.ErrInvalid)
+	}
+	now := s.cache.now().UTC()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.runs[id]
+	if rec == nil {
+		return nil, false, fmt.Errorf("claim run %q: %w", id, evalrun.ErrNotFound)
+	}
+	r := &rec.info
+	renew := r.ClaimedBy == c.Owner
+	free := !r.Claimed(c.Owner, now) || (c.Replace != "" && r.ClaimedBy == c.Replace)
+	if !renew && !(free && r.Status.Resumable()) {
+		return copyRun(r), false, nil
+	}
+	r.ClaimedBy, r.ClaimExpires = c.Owner, now.Add(c.TTL)
+	return copyRun(r), true, nil
+}
+
+// ReleaseRun implements [evalrun.RunStore].
+func (s *Store) ReleaseRun(_ context.Context, id, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.runs[id]
+	if rec == nil {
+		return fmt.Errorf("release run %q: %w", id, evalrun.ErrNotFound)
+	}
+	if r := &rec.info; r.ClaimedBy == owner {
+		r.ClaimedBy, r.ClaimExpires = "", time.Time{}
+	}
 	return nil
 }
 

@@ -12,8 +12,8 @@ import (
 
 var _ evalrun.ResponseCache = (*Store)(nil)
 
-// SetClock sets the clock the response cache reads to decide expiry
-// ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
+// SetClock sets the clock the response cache reads to decide expiry, and
+// run claims (ClaimRun) their lease ([evalrun.SystemClock] by default); tests inject a fake one. It is safe to
 // call at any time. Expiry is decided at microsecond precision.
 func (s *Store) SetClock(c evalrun.Clock) { s.clock.Set(c) }
 

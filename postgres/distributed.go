@@ -38,43 +38,15 @@ func (s *Store) RunStatus(ctx context.Context, runID string) (evalrun.RunStatus,
 	return evalrun.RunStatus(status), nil
 }
 
-// CancelRun marks a pending or running run canceled, recording reason as
-// its error unless it has one. It reports whether the run changed: false
-// when it had already ended or been cancelled. An unknown run is an error
-// wrapping ErrNotFound.
-func (s *Store) CancelRun(ctx context.Context, runID, reason string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, error = CASE WHEN error = '' THEN $3 ELSE error END
-		WHERE id = $1 AND status IN ($4, $5)`,
-		runID, string(evalrun.RunCanceled), reason, string(evalrun.RunPending), string(evalrun.RunRunning))
-	if err != nil {
-		return false, fmt.Errorf("cancel run %q: %w", runID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	if _, err := s.RunStatus(ctx, runID); err != nil {
-		return false, err
-	}
-	return false, nil
-}
-
 // FailRun marks a pending or running run failed with reason as its error,
 // before it is finalized: a worker stopping a strict distributed run. It
 // reports whether the run changed: false when it had already ended or been
-// cancelled. An unknown run is an error wrapping ErrNotFound.
+// canceled. An unknown run is an error wrapping ErrNotFound.
 func (s *Store) FailRun(ctx context.Context, runID, reason string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, error = $3 WHERE id = $1 AND status IN ($4, $5)`,
-		runID, string(evalrun.RunFailed), reason, string(evalrun.RunPending), string(evalrun.RunRunning))
-	if err != nil {
-		return false, fmt.Errorf("stop run %q as failed: %w", runID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	if _, err := s.RunStatus(ctx, runID); err != nil {
-		return false, err
-	}
-	return false, nil
+	_, changed, err := s.updateRunIf(ctx, "stop as failed", runID, `UPDATE runs SET status = $2, error = $3
+		WHERE id = $1 AND status = ANY($4) RETURNING `+runColumns,
+		runID, string(evalrun.RunFailed), pgText(reason), statusNames(evalrun.CancelableStatuses))
+	return changed, err
 }
 
 // CountResults returns how many results of the run are stored: succeeded

@@ -61,15 +61,16 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires`
 
 func scanRun(row pgx.Row) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
 	var config []byte
 	var status string
-	var started, completed *time.Time
+	var started, completed, claimExpires *time.Time
 	if err := row.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &r.Target, &r.Scorers, &config, &status,
-		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &r.CreatedAt, &started, &completed); err != nil {
+		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &r.CreatedAt, &started, &completed,
+		&r.ClaimedBy, &claimExpires); err != nil {
 		return nil, err
 	}
 	r.Status = evalrun.RunStatus(status)
@@ -85,7 +86,70 @@ func scanRun(row pgx.Row) (*evalrun.Run, error) {
 		r.Config = config
 	}
 	r.CreatedAt, r.StartedAt, r.CompletedAt = r.CreatedAt.UTC(), fromTS(started), fromTS(completed)
+	r.ClaimExpires = fromTS(claimExpires)
 	return r, nil
+}
+
+// CancelRun implements [evalrun.RunStore]: one conditional UPDATE. The
+// coordinator and workers of distributed mode cancel through it too.
+func (s *Store) CancelRun(ctx context.Context, id, reason string) (*evalrun.Run, bool, error) {
+	return s.updateRunIf(ctx, "cancel", id, `UPDATE runs SET status = $2, error = CASE WHEN error = '' THEN $3 ELSE error END
+		WHERE id = $1 AND status = ANY($4) RETURNING `+runColumns,
+		id, string(evalrun.RunCanceled), pgText(reason), statusNames(evalrun.CancelableStatuses))
+}
+
+// ClaimRun implements [evalrun.RunStore]: one conditional UPDATE, by the
+// clock of SetClock (the clients' clocks, which a lease assumes roughly
+// agree).
+func (s *Store) ClaimRun(ctx context.Context, id string, c evalrun.RunClaim) (*evalrun.Run, bool, error) {
+	if c.Owner == "" || c.TTL <= 0 {
+		return nil, false, fmt.Errorf("claim run %q: owner %q, ttl %v: %w", id, c.Owner, c.TTL, evalrun.ErrInvalid)
+	}
+	now := s.clock.Now()
+	return s.updateRunIf(ctx, "claim", id, `UPDATE runs SET claimed_by = $2, claim_expires = $3
+		WHERE id = $1 AND (claimed_by = $2 OR ((claimed_by = '' OR claim_expires <= $4 OR ($5 <> '' AND claimed_by = $5))
+			AND status = ANY($6))) RETURNING `+runColumns,
+		id, c.Owner, now.Add(c.TTL), now, c.Replace, statusNames(evalrun.ResumableStatuses))
+}
+
+// ReleaseRun implements [evalrun.RunStore].
+func (s *Store) ReleaseRun(ctx context.Context, id, owner string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET claimed_by = '', claim_expires = NULL WHERE id = $1 AND claimed_by = $2`, id, owner)
+	if err != nil {
+		return fmt.Errorf("release run %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.RunStatus(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateRunIf runs a conditional UPDATE … RETURNING of one run and returns
+// the run as stored afterwards and whether the update applied.
+func (s *Store) updateRunIf(ctx context.Context, verb, id, query string, args ...any) (*evalrun.Run, bool, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, query, args...))
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, fmt.Errorf("%s run %q: %w", verb, id, err)
+	}
+	// Not applied: the run is missing, or its state said no.
+	if r, err = getRun(ctx, s.pool, id); err != nil {
+		return nil, false, err
+	}
+	return r, false, nil
+}
+
+// statusNames returns statuses as a text array argument.
+func statusNames(statuses []evalrun.RunStatus) []string {
+	out := make([]string, len(statuses))
+	for i, st := range statuses {
+		out[i] = string(st)
+	}
+	return out
 }
 
 // GetRun implements [evalrun.RunStore].

@@ -320,13 +320,15 @@ func (c *Coordinator) Cancel(ctx context.Context, runID string) (*evalrun.Summar
 // cancel marks the run canceled (with reason, when not empty and the run
 // was still going), stops its queued jobs and waits for its running ones.
 func (c *Coordinator) cancel(ctx context.Context, runID, reason string) error {
+	var status evalrun.RunStatus
+	var err error
 	if reason != "" {
-		if _, err := c.store.CancelRun(ctx, runID, reason); err != nil {
+		run, _, err := c.store.CancelRun(ctx, runID, reason)
+		if err != nil {
 			return err
 		}
-	}
-	status, err := c.store.RunStatus(ctx, runID)
-	if err != nil {
+		status = run.Status
+	} else if status, err = c.store.RunStatus(ctx, runID); err != nil {
 		return err
 	}
 	if status != evalrun.RunCanceled {

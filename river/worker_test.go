@@ -255,7 +255,7 @@ func TestCancelReasonIsNotTakenForStrictMode(t *testing.T) {
 	items := b.importItems(t, "text", inputs("t", 3))
 	run := b.enqueue(t, "text", items, runConfig{})
 	reason := engine.ErrStrict.Error() + ": typed by an operator"
-	if _, err := b.store.CancelRun(t.Context(), run.ID, reason); err != nil {
+	if _, _, err := b.store.CancelRun(t.Context(), run.ID, reason); err != nil {
 		t.Fatal(err)
 	}
 	s, err := b.coord.Wait(t.Context(), run.ID, WaitOptions{})

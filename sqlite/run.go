@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -64,14 +65,15 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires`
 
 func scanRun(sc interface{ Scan(...any) error }) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
 	var target, scorers, config []byte
-	var created, started, completed sql.NullInt64
+	var created, started, completed, claimExpires sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &target, &scorers, &config, (*string)(&r.Status),
-		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &created, &started, &completed); err != nil {
+		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &created, &started, &completed,
+		&r.ClaimedBy, &claimExpires); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(target, &r.Target); err != nil {
@@ -87,7 +89,72 @@ func scanRun(sc interface{ Scan(...any) error }) (*evalrun.Run, error) {
 		r.Config = config
 	}
 	r.CreatedAt, r.StartedAt, r.CompletedAt = fromMicros(created), fromMicros(started), fromMicros(completed)
+	r.ClaimExpires = fromMicros(claimExpires)
 	return r, nil
+}
+
+// CancelRun implements [evalrun.RunStore]: one conditional UPDATE.
+func (s *Store) CancelRun(ctx context.Context, id, reason string) (*evalrun.Run, bool, error) {
+	in, args := statusIn(evalrun.CancelableStatuses)
+	args = append([]any{string(evalrun.RunCanceled), reason, id}, args...)
+	return s.updateRunIf(ctx, "cancel", id, `UPDATE runs SET status = ?, error = CASE WHEN error = '' THEN ? ELSE error END
+		WHERE id = ? AND status IN (`+in+`) RETURNING `+runColumns, args)
+}
+
+// ClaimRun implements [evalrun.RunStore]: one conditional UPDATE, by the
+// clock of SetClock.
+func (s *Store) ClaimRun(ctx context.Context, id string, c evalrun.RunClaim) (*evalrun.Run, bool, error) {
+	if c.Owner == "" || c.TTL <= 0 {
+		return nil, false, fmt.Errorf("claim run %q: owner %q, ttl %v: %w", id, c.Owner, c.TTL, evalrun.ErrInvalid)
+	}
+	now := s.clock.Now()
+	in, args := statusIn(evalrun.ResumableStatuses)
+	args = append([]any{c.Owner, micros(now.Add(c.TTL)), id, c.Owner, micros(now), c.Replace}, args...)
+	return s.updateRunIf(ctx, "claim", id, `UPDATE runs SET claimed_by = ?1, claim_expires = ?2
+		WHERE id = ?3 AND (claimed_by = ?4 OR ((claimed_by = '' OR claim_expires <= ?5 OR (?6 <> '' AND claimed_by = ?6))
+			AND status IN (`+in+`))) RETURNING `+runColumns, args)
+}
+
+// ReleaseRun implements [evalrun.RunStore].
+func (s *Store) ReleaseRun(ctx context.Context, id, owner string) error {
+	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET claimed_by = '', claim_expires = NULL WHERE id = ? AND claimed_by = ?`, id, owner)
+	if err != nil {
+		return fmt.Errorf("release run %q: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if _, err := getRun(ctx, s.writer, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateRunIf runs a conditional UPDATE … RETURNING of one run and returns
+// the run as stored afterwards and whether the update applied.
+func (s *Store) updateRunIf(ctx context.Context, verb, id, query string, args []any) (*evalrun.Run, bool, error) {
+	r, err := scanRun(s.writer.QueryRowContext(ctx, query, args...))
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("%s run %q: %w", verb, id, err)
+	}
+	// Not applied: the run is missing, or its state said no.
+	if r, err = getRun(ctx, s.writer, id); err != nil {
+		return nil, false, err
+	}
+	return r, false, nil
+}
+
+// statusIn returns the placeholders and arguments of an IN list of
+// statuses, numbered after the statement's other arguments.
+func statusIn(statuses []evalrun.RunStatus) (string, []any) {
+	marks := make([]string, len(statuses))
+	args := make([]any, len(statuses))
+	for i, st := range statuses {
+		marks[i], args[i] = "?", string(st)
+	}
+	return strings.Join(marks, ", "), args
 }
 
 // GetRun implements [evalrun.RunStore].

@@ -27,7 +27,7 @@ type ItemRowCounter interface {
 // Run runs the conformance suite. open must return a new, empty store for
 // each call; the suite closes it. Stores must also implement
 // [evalrun.ResponseCache], [evalrun.ReportStore], [ItemRowCounter] and
-// [CacheClock]. Subtests run in parallel. In -short mode
+// [CacheClock] (whose clock also times run claims). Subtests run in parallel. In -short mode
 // the large re-import uses 2,000 items instead of 100,000.
 func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 	t.Helper()
@@ -51,6 +51,14 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"CreateRunInvalid", testCreateRunInvalid},
 		{"UpdateRun", testUpdateRun},
 		{"ListRuns", testListRuns},
+		{"CancelRun", testCancelRun},
+		{"CancelRunEnded", testCancelRunEnded},
+		{"CancelRunConcurrent", testCancelRunConcurrent},
+		{"ClaimRun", testClaimRun},
+		{"ClaimRunTakeover", testClaimRunTakeover},
+		{"ClaimRunFinished", testClaimRunFinished},
+		{"ReleaseRun", testReleaseRun},
+		{"ClaimRunInvalid", testClaimRunInvalid},
 		{"WriteAndScanResults", testWriteAndScanResults},
 		{"ResultItemFromPinnedVersion", testResultItemPinned},
 		{"WriteResultsReplaces", testWriteResultsReplaces},

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/evalrun/evalrun"
 )
@@ -91,27 +90,13 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	cmd := e.command("run", "suite.yaml", "-o", "partial.json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the run never reached the held request\n%s", stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
+	stderr := signalWhen(t, cmd, held, syscall.SIGINT)
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Fatalf("exit %d (%v), want 130\nstderr:\n%s", code, err, stderr.String())
+		t.Fatalf("exit %d, want 130\nstderr:\n%s", code, stderr)
 	}
-	id := runID(t, stderr.String())
-	if !strings.Contains(stderr.String(), "resume with: evalrun run --resume "+id) {
-		t.Errorf("stderr lacks the resume command:\n%s", stderr.String())
+	id := runID(t, stderr)
+	if !strings.Contains(stderr, "resume with: evalrun run --resume "+id) {
+		t.Errorf("stderr lacks the resume command:\n%s", stderr)
 	}
 	part := e.readReport("partial.json")
 	if part.Run.Status != evalrun.RunCanceled || part.Run.Total != total ||

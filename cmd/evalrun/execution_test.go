@@ -256,25 +256,11 @@ func TestResumeWithRepeats(t *testing.T) {
 	e.write("data.jsonl", items(total))
 	e.write("suite.yaml", f.suite("", "concurrency: 2, item_timeout: 60s"))
 	cmd := e.command("run", "suite.yaml", "--repeat", "3", "-o", "partial.json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the run never reached a held request\n%s", stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	stderr := signalWhen(t, cmd, held, syscall.SIGINT)
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Fatalf("exit %d, want 130\n%s", code, stderr.String())
+		t.Fatalf("exit %d, want 130\n%s", code, stderr)
 	}
-	id := runID(t, stderr.String())
+	id := runID(t, stderr)
 	part := e.readReport("partial.json")
 	done := len(part.Items)
 	if done == 0 || done >= total*repeats {

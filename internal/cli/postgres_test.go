@@ -28,8 +28,8 @@ func TestPostgres(t *testing.T) {
 	if code, out, errs := b.run("report", id, "--format", "json"); code != 0 || !strings.Contains(out, `"schema_version"`) {
 		t.Errorf("report: exit %d %s", code, errs)
 	}
-	if code, _, errs := b.run("run", "--resume", id, "-q"); code != 0 {
-		t.Errorf("resume of a completed run: exit %d %s", code, errs)
+	if code, _, errs := b.run("run", "--resume", id, "-q"); code != 2 || !strings.Contains(errs, "run "+id+" is already completed") {
+		t.Errorf("resume of a completed run: exit %d %s; want it refused (exit 2)", code, errs)
 	}
 	if srv.n != 3 {
 		t.Errorf("the target got %d requests, want 3 (the resume of a finished run calls nothing)", srv.n)

@@ -172,11 +172,15 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	defer p.suite.Close()
 
+	rec := p.record
+	claim := st.newClaim(store, rec.ID)
 	verb := "started"
 	if p.resume {
+		if err := claim.take(ctx); err != nil {
+			return err
+		}
 		verb = "resumed"
 	}
-	rec := p.record
 	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)\n", rec.ID, verb,
 		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name)
 	if p.datasetNote != "" {
@@ -185,7 +189,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	stopWatch := st.watchCancel(runCtx, store, rec.ID, cancelRun)
+	stopWatch := claim.watch(runCtx, st.CancelPoll, cancelRun)
 	opts := p.suite.Execution.EngineOptions()
 	opts.Resume = p.resume
 	if c, ok := store.(evalrun.ResponseCache); ok && p.suite.Execution.Cache {
@@ -201,7 +205,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
 	opts.OnStoreFailure = func(err error) { st.storeFailedNow(prog, err) }
-	sum, err := engine.Run(runCtx, store, engine.Spec{Run: rec, Items: p.items, Target: p.target,
+	sum, err := engine.Run(runCtx, claimingStore{store, claim}, engine.Spec{Run: rec, Items: p.items, Target: p.target,
 		Scorers: p.suite.Scorers(), Options: opts})
 	stopWatch()
 	prog.finish()
@@ -273,36 +277,6 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 		fmt.Fprintf(st.Stderr, "  - %s\n", r)
 	}
 	return quietExit(ExitFailed, errFailed)
-}
-
-// watchCancel polls the run's stored status every st.CancelPoll and
-// cancels the run when another process marked it canceled (evalrun runs
-// cancel). The returned function stops the watcher and waits for it.
-func (st *State) watchCancel(ctx context.Context, store evalrun.RunStore, id string, cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	quit := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(st.CancelPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if r, err := store.GetRun(ctx, id); err == nil && r.Status == evalrun.RunCanceled {
-				cancel(errCanceled)
-				return
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-	}
 }
 
 // dbFlagFor returns " --db URL" when the storage is not the default, so a

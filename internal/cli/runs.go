@@ -97,6 +97,9 @@ func newRunsShowCmd(st *State) *cobra.Command {
 				row("created", timeText(r.CreatedAt))
 				row("started", timeText(r.StartedAt))
 				row("completed", timeText(r.CompletedAt))
+				if r.ClaimedBy != "" {
+					row("claimed by", fmt.Sprintf("%s (until %s)", r.ClaimedBy, timeText(r.ClaimExpires)))
+				}
 				return tw.Flush()
 			})
 		},
@@ -122,12 +125,15 @@ counts, whether or not a coordinating "evalrun run" still waits for it.`,
 		Args:    args("RUN_ID"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+				ended := func(r *evalrun.Run) error {
+					return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
+				}
 				r, err := store.GetRun(ctx, a[0])
 				if err != nil {
 					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 				}
-				if r.Status.Done() {
-					return invalidf("run %s is already %s: nothing to cancel", r.ID, r.Status)
+				if !r.Status.Cancelable() {
+					return ended(r)
 				}
 				if pg, ok := store.(*postgres.Store); ok {
 					if dist, err := river.IsDistributed(ctx, pg, r.ID); err != nil {
@@ -136,10 +142,14 @@ counts, whether or not a coordinating "evalrun run" still waits for it.`,
 						return st.cancelDistributed(cmd, pg, r.ID)
 					}
 				}
-				r.Status = evalrun.RunCanceled
-				r.Error = errCanceled.Error()
-				if err := store.UpdateRun(ctx, r); err != nil {
-					return fmt.Errorf("cancel run %s: %w", r.ID, err)
+				// One conditional step: a run that ended since it was read
+				// keeps its record, and the message says how it ended.
+				r, changed, err := store.CancelRun(ctx, r.ID, errCanceled.Error())
+				if err != nil {
+					return fmt.Errorf("cancel run %s: %w", a[0], err)
+				}
+				if !changed {
+					return ended(r)
 				}
 				fmt.Fprintf(st.Stdout, "run %s marked canceled; its process stops within a few seconds\n", r.ID)
 				return nil
