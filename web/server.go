@@ -207,7 +207,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func CheckAddr(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return invalidf("web: address %q: %v (want HOST:PORT, e.g. 127.0.0.1:8080)", addr, err)
+		return invalidf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", addr, err)
 	}
 	if token != "" {
 		return CheckToken(token)
@@ -219,7 +219,7 @@ func CheckAddr(addr, token string) error {
 	if shown == "" {
 		shown = "every interface"
 	}
-	return invalidf("web: refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN (at least %d characters: openssl rand -hex 16), or bind 127.0.0.1",
+	return invalidf("refusing to serve %s (%s) without a token: set --token or EVALRUN_TOKEN (at least %d characters: openssl rand -hex 16), or use --addr 127.0.0.1:PORT",
 		addr, shown, MinTokenLength)
 }
 

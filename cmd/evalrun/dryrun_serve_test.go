@@ -120,9 +120,9 @@ func TestDryRun(t *testing.T) {
 		"requests: 6 target + 6 llm_judge (1 scorer) = 12, before retries",
 		"embedding requests: at most 9 (embedding_similarity, 1 scorer",
 		fmt.Sprintf("tokens (estimated offline, o200k_base encoding): input %d; output %d (from expected outputs for 3 items)", in, out),
-		fmt.Sprintf("estimated cost: $%.6f", cost),
+		"estimated cost: "+report.FormatUSD(cost),
 		fmt.Sprintf("judge llm_judge tokens (estimated offline, o200k_base encoding): input %d (from the expected outputs as the graded outputs); output at most 180 (max_tokens 30)", judgeIn),
-		fmt.Sprintf("judge llm_judge estimated cost: at most $%.6f", judgeCost),
+		"judge llm_judge estimated cost: at most "+report.FormatUSD(judgeCost),
 		"embedding calls are not estimated",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -226,7 +226,7 @@ func TestServe(t *testing.T) {
 	r := e.run("run", "suite.yaml", "-q")
 	id := runID(t, r.stderr)
 
-	cmd := e.command("serve", "--addr", "127.0.0.1:0", "--token", "s3cret")
+	cmd := e.command("serve", "--addr", "127.0.0.1:0", "--token", "s3cret-viewer-token-0123")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -264,10 +264,10 @@ func TestServe(t *testing.T) {
 	if code, _ := get(t, url+"api/runs", ""); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/runs without the token: %d, want 401", code)
 	}
-	if code, body := get(t, url, "s3cret"); code != http.StatusOK || !strings.Contains(body, id) {
+	if code, body := get(t, url, "s3cret-viewer-token-0123"); code != http.StatusOK || !strings.Contains(body, id) {
 		t.Errorf("GET /: %d, want 200 listing run %s\n%.500s", code, id, body)
 	}
-	if code, body := get(t, url+"api/runs", "s3cret"); code != http.StatusOK || !strings.Contains(body, `"`+id+`"`) {
+	if code, body := get(t, url+"api/runs", "s3cret-viewer-token-0123"); code != http.StatusOK || !strings.Contains(body, `"`+id+`"`) {
 		t.Errorf("GET /api/runs: %d, want 200 with run %s\n%.500s", code, id, body)
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

@@ -183,8 +183,8 @@ func TestDistributedRunCancelledFromElsewhereSaysSo(t *testing.T) {
 		t.Fatalf("runs cancel: exit %d\n%s%s", code, stdout, stderr)
 	}
 	r := <-done
-	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "run "+runID+" cancelled (evalrun runs cancel)") {
-		t.Fatalf("run --distributed: exit %d, stderr:\n%s\nwant %d and \"cancelled (evalrun runs cancel)\"", r.code, r.stderr, ExitInterrupted)
+	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "run "+runID+" canceled (evalrun runs cancel)") {
+		t.Fatalf("run --distributed: exit %d, stderr:\n%s\nwant %d and \"canceled (evalrun runs cancel)\"", r.code, r.stderr, ExitInterrupted)
 	}
 }
 

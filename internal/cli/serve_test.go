@@ -20,7 +20,7 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 		{"blank", []string{"--token", "                    "}, "", []string{"a space or a control character", "openssl rand -hex 16"}},
 		{"env with a newline", nil, "0123456789abcdef0123\n", []string{"EVALRUN_TOKEN: web: the token has a line break", "openssl rand -hex 16"}},
 		{"env blank", nil, "   ", []string{"a space", "openssl rand -hex 16"}},
-		{"no token", nil, "", []string{"without a token", "--token or EVALRUN_TOKEN", "bind 127.0.0.1"}},
+		{"no token", nil, "", []string{"without a token", "--token or EVALRUN_TOKEN", "--addr 127.0.0.1:PORT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t)

@@ -198,9 +198,18 @@ var sensitiveWords = []string{"key", "sig", "pwd", "pass", "jwt"}
 // environment variable, a suite key, a URL query parameter) is a secret:
 // its name contains auth, token, secret, passw, api_key, cookie,
 // credential, private or signature, or is key, sig, pwd, pass or jwt.
+//
+// A name that counts tokens (max_tokens, tokens_per_minute, input_tokens)
+// is not a secret: "token" there is a unit, and its value a number.
 func SensitiveName(name string) bool {
+	if tokenCount.MatchString(name) {
+		return false
+	}
 	return sensitive.MatchString(name) || slices.Contains(sensitiveWords, strings.ToLower(name))
 }
+
+// tokenCount matches the names of token counts and limits.
+var tokenCount = regexp.MustCompile(`(?i)(^|[-_])(max[-_]?tokens?|tokens)($|[-_])`)
 
 // URL returns raw with the secrets its structure shows replaced by
 // [Mask]: the password of its user information and the value of every

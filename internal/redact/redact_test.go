@@ -118,6 +118,7 @@ func TestSensitiveName(t *testing.T) {
 		"client_secret": true, "password": true, "Cookie": true, "X-Amz-Signature": true, "X-Amz-Credential": true,
 		"key": true, "sig": true, "pwd": true, "pass": true, "jwt": true,
 		"Content-Type": false, "model": false, "q": false, "keyword": false, "monkey": false, "page": false,
+		"max_tokens": false, "tokens_per_minute": false, "input_tokens": false, "maxTokens": false, "x-auth-token": true, "refresh_token": true,
 	} {
 		if SensitiveName(name) != want {
 			t.Errorf("SensitiveName(%q) = %v, want %v", name, !want, want)
