@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
+
+	"github.com/evalrun/evalrun/internal/utf8check"
 )
 
 // Limits of a dataset file. Datasets arrive in pull requests from people
@@ -63,16 +64,9 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // checkUTF8 returns an error naming the line and the file offset of the
 // first invalid UTF-8 byte of b, which starts at offset off on line line.
 func checkUTF8(file string, b []byte, line int, off int64) error {
-	if utf8.Valid(b) {
+	i := utf8check.FirstInvalid(b)
+	if i < 0 {
 		return nil
-	}
-	i := 0
-	for i < len(b) {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		i += n
 	}
 	line += bytes.Count(b[:i], []byte("\n"))
 	return errorf(file, line, "invalid UTF-8: byte 0x%02x at offset %d of the file (save the file as UTF-8)", b[i], off+int64(i))

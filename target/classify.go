@@ -11,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/utf8check"
 )
 
 // DefaultMaxResponseBytes is the default cap on a response body: 10 MB.
@@ -186,16 +186,9 @@ func ReadLimited(r io.Reader, max int64) ([]byte, error) {
 // *[evalrun.Error] wrapping [ErrInvalidUTF8] with the offset of the first
 // invalid byte.
 func CheckUTF8(b []byte) error {
-	if utf8.Valid(b) {
+	off := utf8check.FirstInvalid(b)
+	if off < 0 {
 		return nil
-	}
-	off := 0
-	for off < len(b) {
-		r, n := utf8.DecodeRune(b[off:])
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		off += n
 	}
 	return &evalrun.Error{Kind: evalrun.ErrorPermanent, Err: fmt.Errorf("%w: invalid byte 0x%02x at offset %d", ErrInvalidUTF8, b[off], off)}
 }
