@@ -266,3 +266,14 @@ func TestExamplesParse(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A misspelt key of the openai target's price would otherwise be a price
+// of 0 and every cost $0: it is refused like the judge's.
+func TestParseTargetPriceUnknownKey(t *testing.T) {
+	_, err := parse(t, "dataset: {file: data.jsonl}\n"+
+		"target: {kind: openai, model: m, price: {input: 0.15, output_per_mtok: 0.6}}\n"+
+		"scorers: [exact_match]\n", "OPENAI_API_KEY=k")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:2:42: target.price.input: unknown key (known keys: input_per_mtok, output_per_mtok)`,
+	})
+}
