@@ -81,6 +81,11 @@ func TestHostileParams(t *testing.T) {
 		{items + "/-1", 404, "numbered from 0"},
 		// The comparison (bad run ids).
 		{"/compare?a=" + runA + "&b=" + huge, 404, "not found"},
+		// The comparison: it takes a and b, nothing else, each once.
+		{"/compare?a=" + runA + "&b=" + runB + "&scorer=UNKNOWN", 400, "this page takes only a, b"},
+		{"/compare?a=" + runA + "&b=" + runB + "&page=" + huge, 400, `unknown parameter "page"`},
+		{"/compare?a=" + runA + "&b=" + runB + "&b=" + runA, 400, "given 2 times"},
+		{"/compare?scorer=x", 400, `unknown parameter "scorer"`},
 	}
 	for _, tt := range tests {
 		for _, path := range []string{tt.path, "/api" + tt.path} {
