@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -58,7 +60,11 @@ server (exit 0).`,
 				var lc net.ListenConfig
 				ln, err := lc.Listen(ctx, "tcp", addr)
 				if err != nil {
-					return fmt.Errorf("serve: listen on %s: %w (is another server using the port? use --addr HOST:PORT)", addr, err)
+					hint := "use --addr HOST:PORT with an address of this machine"
+					if errors.Is(err, syscall.EADDRINUSE) {
+						hint = "is another server using the port? use --addr HOST:PORT"
+					}
+					return fmt.Errorf("serve: listen on %s: %w (%s)", addr, err, hint)
 				}
 				return st.serve(ctx, ln, store, token)
 			})
