@@ -199,7 +199,9 @@ func TestRedirectsStayLocal(t *testing.T) {
 
 func TestCheckToken(t *testing.T) {
 	for _, tok := range []string{"", "x", " ", strings.Repeat(" ", 20), "0123456789abcde",
-		"0123456789abcdef ", "\t0123456789abcdef", "0123456789abcdef\n", "0123456789 abcdef", "0123456789abcdefé"} {
+		"0123456789abcdef ", "\t0123456789abcdef", "0123456789abcdef\n", "0123456789 abcdef", "0123456789abcdefé",
+		// Long enough, but guessable: one character, or a few, repeated.
+		strings.Repeat("a", 64), strings.Repeat("1", 16), "passwordpassword", strings.Repeat("ab12", 8)} {
 		err := CheckToken(tok)
 		if !errors.Is(err, evalrun.ErrInvalid) {
 			t.Errorf("CheckToken(%q) = %v, want ErrInvalid", tok, err)
@@ -212,7 +214,8 @@ func TestCheckToken(t *testing.T) {
 			t.Errorf("CheckToken(%q): the error quotes the token: %q", tok, err)
 		}
 	}
-	for _, tok := range []string{"0123456789abcdef", "s3cret-Token_~!@#$%^&*()+=", strings.Repeat("a", 64)} {
+	for _, tok := range []string{"0123456789abcdef", "s3cret-Token_~!@#$%^&*()+=", "correct-horse-battery-staple",
+		"3f9a1c2b7e4d06a5c8b1f2e3d4a5b6c7"} {
 		if err := CheckToken(tok); err != nil {
 			t.Errorf("CheckToken(%q) = %v, want nil", tok, err)
 		}
