@@ -277,3 +277,16 @@ func TestParseTargetPriceUnknownKey(t *testing.T) {
 		`suite.yaml:2:42: target.price.input: unknown key (known keys: input_per_mtok, output_per_mtok)`,
 	})
 }
+
+// A value with an explicit YAML tag is refused saying so: "5" tagged !!str
+// is not "not a whole number" without a reason, and !!binary text is not
+// taken as a name.
+func TestParseTaggedScalars(t *testing.T) {
+	_, err := parse(t, "name: !!binary aGVsbG8=\n"+
+		"dataset: {file: data.jsonl}\ntarget: {kind: echo}\nscorers: [exact_match]\n"+
+		"execution: {concurrency: !!str 5}\n")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:1:7: name: must be a string, got "aGVsbG8=" tagged !!binary (remove the tag)`,
+		`suite.yaml:5:26: execution.concurrency: must be a whole number, got "5" tagged !!str (remove the tag)`,
+	})
+}
