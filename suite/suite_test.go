@@ -290,3 +290,13 @@ func TestParseTaggedScalars(t *testing.T) {
 		`suite.yaml:5:26: execution.concurrency: must be a whole number, got "5" tagged !!str (remove the tag)`,
 	})
 }
+
+// A YAML merge key is not taken for a misspelt key: the message says merge
+// keys are not supported and what to write instead.
+func TestParseMergeKey(t *testing.T) {
+	_, err := parse(t, "dataset: {file: data.jsonl}\ntarget: {kind: echo}\n"+
+		"scorers:\n  - &c {kind: contains, name: a}\n  - {<<: *c, name: b}\n")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:5:6: scorers[1].<<: a YAML merge key (<<: *anchor) is not supported (write the keys out, or alias a whole value (key: *anchor))`,
+	})
+}
