@@ -300,3 +300,15 @@ func TestParseMergeKey(t *testing.T) {
 		`suite.yaml:5:6: scorers[1].<<: a YAML merge key (<<: *anchor) is not supported (write the keys out, or alias a whole value (key: *anchor))`,
 	})
 }
+
+// Bytes the YAML reader refuses without a place (invalid UTF-8, a control
+// character) are refused with their line and column.
+func TestParseBadBytesPlaced(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"name: ok\nnote: \"a\xffb\"\n", `suite.yaml:2:9: invalid UTF-8: byte 0xff (save the file as UTF-8)`},
+		{"name: a\x00b\n", `suite.yaml:1:8: a control character (byte 0x00) (YAML allows tab, line breaks and printable characters)`},
+	} {
+		_, err := parse(t, tc.src)
+		compareLines(t, problems(t, err), []string{tc.want})
+	}
+}
