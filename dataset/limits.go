@@ -61,6 +61,60 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
+// Lines reads a JSONL file line by line within the limits of a dataset
+// line: at most MaxItemBytes (reading no further), valid UTF-8 and nested
+// at most MaxDepth. The other JSONL inputs (saved outputs) read through it
+// take what a dataset takes and are refused alike, with file and line.
+type Lines struct {
+	r    *bufio.Reader
+	file string
+	line int
+	off  int64
+	done bool
+}
+
+// NewLines returns a Lines reading r, the file named file, from its offset
+// off; at offset 0 it skips a UTF-8 byte order mark.
+func NewLines(r io.Reader, file string, off int64) *Lines {
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(3); off == 0 && bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
+		n, _ := br.Discard(3)
+		off = int64(n)
+	}
+	return &Lines{r: br, file: file, off: off}
+}
+
+// Next returns the next line without its end and surrounding space (empty
+// for a blank line) and its number; io.EOF after the last line. A line
+// past a limit is an [*Error].
+func (l *Lines) Next() ([]byte, int, error) {
+	if l.done {
+		return nil, l.line, io.EOF
+	}
+	l.line++
+	b, err := readLine(l.r, MaxItemBytes)
+	switch {
+	case errors.Is(err, errTooLong):
+		return nil, l.line, tooLong(l.file, l.line, "line")
+	case errors.Is(err, io.EOF):
+		l.done = true
+	case err != nil:
+		return nil, l.line, fmt.Errorf("read %s: %w", l.file, err)
+	}
+	if err := checkUTF8(l.file, b, l.line, l.off); err != nil {
+		return nil, l.line, err
+	}
+	l.off += int64(len(b)) + 1
+	b = bytes.TrimSpace(b)
+	if err := checkDepth(b); err != nil {
+		return nil, l.line, errorf(l.file, l.line, "%v", err)
+	}
+	if l.done && len(b) == 0 {
+		return nil, l.line, io.EOF
+	}
+	return b, l.line, nil
+}
+
 // checkUTF8 returns an error naming the line and the file offset of the
 // first invalid UTF-8 byte of b, which starts at offset off on line line.
 func checkUTF8(file string, b []byte, line int, off int64) error {

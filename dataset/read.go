@@ -263,35 +263,27 @@ func unknownKey(key string) string {
 
 func parseJSONL(r *bufio.Reader, file string, off int64) ([]record, error) {
 	var recs []record
-	for line := 1; ; line++ {
-		l, err := readLine(r, MaxItemBytes)
-		if errors.Is(err, errTooLong) {
-			return nil, tooLong(file, line, "line")
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read dataset %s: %w", file, err)
-		}
-		if err := checkUTF8(file, l, line, off); err != nil {
-			return nil, err
-		}
-		off += int64(len(l)) + 1
-		if t := bytes.TrimSpace(l); len(t) > 0 {
-			if !json.Valid(t) {
-				if derr := checkDepth(t); derr != nil {
-					return nil, errorf(file, line, "%v", derr)
-				}
-				var v any
-				return nil, errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
-			}
-			rec, perr := parseObject(t, file, line)
-			if perr != nil {
-				return nil, perr
-			}
-			recs = append(recs, rec)
-		}
-		if err != nil { // io.EOF: that was the last line
+	lines := NewLines(r, file, off)
+	for {
+		t, line, err := lines.Next()
+		if errors.Is(err, io.EOF) {
 			return recs, nil
 		}
+		if err != nil {
+			return nil, err
+		}
+		if len(t) == 0 {
+			continue
+		}
+		if !json.Valid(t) {
+			var v any
+			return nil, errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
+		}
+		rec, perr := parseObject(t, file, line)
+		if perr != nil {
+			return nil, perr
+		}
+		recs = append(recs, rec)
 	}
 }
 

@@ -2,6 +2,7 @@ package scorer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,5 +89,20 @@ func TestJSONSchemaReasonNamesTheViolation(t *testing.T) {
 	}
 	if got.Value != 0 || !strings.Contains(got.Reason, "age") || strings.Contains(got.Reason, "\n") {
 		t.Errorf("Score = %v, %q; want 0 with a one-line reason naming age", got.Value, got.Reason)
+	}
+}
+
+// A schema file is read up to scorer.MaxSchemaFileBytes: a larger one (or
+// /dev/zero) is refused instead of exhausting memory.
+func TestJSONSchemaFileBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	body := `{"description": "` + strings.Repeat("x", scorer.MaxSchemaFileBytes) + `"}`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := scorer.NewJSONSchema(scorer.JSONSchemaOptions{SchemaFile: path})
+	var ce *scorer.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "schema_file" || !strings.Contains(err.Error(), "larger than 16777216 bytes") {
+		t.Fatalf("NewJSONSchema of a schema over the limit: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,29 @@ var (
 	_ evalrun.Thresholder = (*JSONSchema)(nil)
 )
 
+// MaxSchemaFileBytes is the largest schema_file read: a schema is held
+// and compiled in memory whole, and a suite from an untrusted pull request
+// may name any file (/dev/zero).
+const MaxSchemaFileBytes = 16 << 20
+
+// readSchemaFile reads the schema file at path, refusing one larger than
+// MaxSchemaFileBytes without reading past it.
+func readSchemaFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSchemaFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSchemaFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes (the limit, %d MiB)", path, MaxSchemaFileBytes, MaxSchemaFileBytes>>20)
+	}
+	return data, nil
+}
+
 // NewJSONSchema compiles the schema and returns a json_schema scorer. A
 // missing, unreadable or invalid schema is a *[ConfigError] on key "schema"
 // or "schema_file".
@@ -68,7 +92,7 @@ func NewJSONSchema(opts JSONSchemaOptions) (*JSONSchema, error) {
 		if err != nil {
 			return nil, b.configError(key, err)
 		}
-		data, err := os.ReadFile(path)
+		data, err := readSchemaFile(path)
 		if err != nil {
 			return nil, b.configError(key, err)
 		}

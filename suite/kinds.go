@@ -16,6 +16,11 @@ import (
 func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, string) {
 	var cfg openai.ChatTargetConfig
 	before := len(p.ps.list)
+	// Decoding ignores unknown keys of the nested price mapping: a misspelt
+	// one would be a price of 0 and every cost $0.
+	if v := p.value(n, "price"); v != nil && v.Kind == yaml.MappingNode {
+		p.fields(v, path+".price", priceKeys, func(string, *yaml.Node, *yaml.Node) {})
+	}
 	p.decodeFields(n, path, &cfg, targetCommonKeys)
 	if len(p.ps.list) > before {
 		return nil, ""
@@ -140,3 +145,7 @@ func buildScorerTarget(p *parser, path string, n, _ *yaml.Node) (evalrun.Target,
 	}
 	return target.NewScorerTarget(s), s.Name()
 }
+
+// priceKeys are the keys of a price mapping ({input_per_mtok,
+// output_per_mtok}, USD per million tokens).
+var priceKeys = []string{"input_per_mtok", "output_per_mtok"}

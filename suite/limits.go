@@ -120,6 +120,12 @@ func (c *treeCheck) duplicateKeys(n *yaml.Node, path string) {
 		if k.Kind != yaml.ScalarNode {
 			continue
 		}
+		if k.ShortTag() == "!!merge" {
+			// Without this, every section would call "<<" an unknown key.
+			c.ps.at(k, joinPath(path, k.Value), "write the keys out, or alias a whole value (key: *anchor)",
+				"a YAML merge key (<<: *anchor) is not supported")
+			continue
+		}
 		if f, dup := first[k.Value]; dup {
 			c.ps.at(k, joinPath(path, k.Value), "keep one of them",
 				"duplicate key %q: already set on line %d", k.Value, f.Line)

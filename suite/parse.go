@@ -123,6 +123,10 @@ func (p *parser) str(v *yaml.Node, path string) (string, bool) {
 		p.ps.at(v, path, "", "must be a string, got %s", p.kindName(v))
 		return "", false
 	}
+	if v.Style&yaml.TaggedStyle != 0 && v.ShortTag() != "!!str" { // !!binary text is not the string it encodes
+		p.ps.at(v, path, "", "must be a string, got %s", p.describe(v))
+		return "", false
+	}
 	return v.Value, true
 }
 
@@ -360,6 +364,11 @@ func (p *parser) describe(n *yaml.Node) string {
 	}
 	if written, ok := p.ps.expanded[n]; ok {
 		return strconv.Quote(written) + " (its value is not shown)"
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		// An explicit tag makes "5" a string: say so, or "must be a whole
+		// number, got 5" makes no sense.
+		return strconv.Quote(n.Value) + " tagged " + n.ShortTag() + " (remove the tag)"
 	}
 	return strconv.Quote(n.Value)
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -193,7 +194,13 @@ func Parse(data []byte, file, dir string, opts Options) (*Suite, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: file, Problems: []Problem{syntaxProblem(err)}}
+		p := syntaxProblem(err)
+		if p.Line == 0 { // the reader's own errors carry no place
+			if bad, ok := badByte(data); ok {
+				p = bad
+			}
+		}
+		return nil, &Error{File: file, Problems: []Problem{p}}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: file, Problems: []Problem{{Line: 1, Column: 1,
@@ -214,6 +221,28 @@ func syntaxProblem(err error) Problem {
 		p.Msg = "invalid YAML: " + strings.TrimPrefix(msg, m[0])
 	}
 	return p
+}
+
+// badByte returns a problem at the first byte of data that is not UTF-8
+// or is a control character YAML forbids; false when there is none.
+func badByte(data []byte) (Problem, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return Problem{Line: line, Column: col, Msg: fmt.Sprintf("invalid UTF-8: byte 0x%02x", data[i]),
+				Hint: "save the file as UTF-8"}, true
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0x7f, r >= 0x80 && r <= 0x9f && r != 0x85:
+			return Problem{Line: line, Column: col, Msg: fmt.Sprintf("a control character (byte 0x%02x)", r),
+				Hint: "YAML allows tab, line breaks and printable characters"}, true
+		case r == '\n':
+			line, col = line+1, 0
+		}
+		col++
+		i += size
+	}
+	return Problem{}, false
 }
 
 // parseRoot validates and builds a suite from its root node (unexpanded).

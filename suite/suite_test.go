@@ -266,3 +266,49 @@ func TestExamplesParse(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A misspelt key of the openai target's price would otherwise be a price
+// of 0 and every cost $0: it is refused like the judge's.
+func TestParseTargetPriceUnknownKey(t *testing.T) {
+	_, err := parse(t, "dataset: {file: data.jsonl}\n"+
+		"target: {kind: openai, model: m, price: {input: 0.15, output_per_mtok: 0.6}}\n"+
+		"scorers: [exact_match]\n", "OPENAI_API_KEY=k")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:2:42: target.price.input: unknown key (known keys: input_per_mtok, output_per_mtok)`,
+	})
+}
+
+// A value with an explicit YAML tag is refused saying so: "5" tagged !!str
+// is not "not a whole number" without a reason, and !!binary text is not
+// taken as a name.
+func TestParseTaggedScalars(t *testing.T) {
+	_, err := parse(t, "name: !!binary aGVsbG8=\n"+
+		"dataset: {file: data.jsonl}\ntarget: {kind: echo}\nscorers: [exact_match]\n"+
+		"execution: {concurrency: !!str 5}\n")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:1:7: name: must be a string, got "aGVsbG8=" tagged !!binary (remove the tag)`,
+		`suite.yaml:5:26: execution.concurrency: must be a whole number, got "5" tagged !!str (remove the tag)`,
+	})
+}
+
+// A YAML merge key is not taken for a misspelt key: the message says merge
+// keys are not supported and what to write instead.
+func TestParseMergeKey(t *testing.T) {
+	_, err := parse(t, "dataset: {file: data.jsonl}\ntarget: {kind: echo}\n"+
+		"scorers:\n  - &c {kind: contains, name: a}\n  - {<<: *c, name: b}\n")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:5:6: scorers[1].<<: a YAML merge key (<<: *anchor) is not supported (write the keys out, or alias a whole value (key: *anchor))`,
+	})
+}
+
+// Bytes the YAML reader refuses without a place (invalid UTF-8, a control
+// character) are refused with their line and column.
+func TestParseBadBytesPlaced(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"name: ok\nnote: \"a\xffb\"\n", `suite.yaml:2:9: invalid UTF-8: byte 0xff (save the file as UTF-8)`},
+		{"name: a\x00b\n", `suite.yaml:1:8: a control character (byte 0x00) (YAML allows tab, line breaks and printable characters)`},
+	} {
+		_, err := parse(t, tc.src)
+		compareLines(t, problems(t, err), []string{tc.want})
+	}
+}

@@ -103,7 +103,7 @@ func localURL(escapedPath, rawQuery string) string {
 const MinTokenLength = 16
 
 // CheckToken refuses a token that is too weak or cannot be sent intact: one
-// shorter than [MinTokenLength], or with a character other than printable
+// shorter than [MinTokenLength] or of fewer than 8 different characters, or with a character other than printable
 // ASCII (a space, a trailing newline from a file, a control character),
 // which a URL or an Authorization header would mangle. The error, which
 // never quotes the token, says how to make one; it wraps
@@ -126,8 +126,22 @@ func CheckToken(token string) error {
 		return invalidf("web: the token is too short to keep the viewer safe from guessing (%d of at least %d characters); %s",
 			len(token), MinTokenLength, how)
 	}
+	// Length alone does not make a token hard to guess: "aaaa…" and
+	// "passwordpassword" are long. A random one (openssl rand -hex 16)
+	// has 13 or more different characters.
+	distinct := map[byte]bool{}
+	for i := 0; i < len(token); i++ {
+		distinct[token[i]] = true
+	}
+	if len(distinct) < minTokenDistinct {
+		return invalidf("web: the token repeats too few characters to keep the viewer safe from guessing (%d different, at least %d); %s",
+			len(distinct), minTokenDistinct, how)
+	}
 	return nil
 }
+
+// minTokenDistinct is how many different characters a token must have.
+const minTokenDistinct = 8
 
 func unauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="evalrun"`)

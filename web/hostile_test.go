@@ -81,6 +81,11 @@ func TestHostileParams(t *testing.T) {
 		{items + "/-1", 404, "numbered from 0"},
 		// The comparison (bad run ids).
 		{"/compare?a=" + runA + "&b=" + huge, 404, "not found"},
+		// The comparison: it takes a and b, nothing else, each once.
+		{"/compare?a=" + runA + "&b=" + runB + "&scorer=UNKNOWN", 400, "this page takes only a, b"},
+		{"/compare?a=" + runA + "&b=" + runB + "&page=" + huge, 400, `unknown parameter "page"`},
+		{"/compare?a=" + runA + "&b=" + runB + "&b=" + runA, 400, "given 2 times"},
+		{"/compare?scorer=x", 400, `unknown parameter "scorer"`},
 	}
 	for _, tt := range tests {
 		for _, path := range []string{tt.path, "/api" + tt.path} {
@@ -194,7 +199,9 @@ func TestRedirectsStayLocal(t *testing.T) {
 
 func TestCheckToken(t *testing.T) {
 	for _, tok := range []string{"", "x", " ", strings.Repeat(" ", 20), "0123456789abcde",
-		"0123456789abcdef ", "\t0123456789abcdef", "0123456789abcdef\n", "0123456789 abcdef", "0123456789abcdefé"} {
+		"0123456789abcdef ", "\t0123456789abcdef", "0123456789abcdef\n", "0123456789 abcdef", "0123456789abcdefé",
+		// Long enough, but guessable: one character, or a few, repeated.
+		strings.Repeat("a", 64), strings.Repeat("1", 16), "passwordpassword", strings.Repeat("ab12", 8)} {
 		err := CheckToken(tok)
 		if !errors.Is(err, evalrun.ErrInvalid) {
 			t.Errorf("CheckToken(%q) = %v, want ErrInvalid", tok, err)
@@ -207,7 +214,8 @@ func TestCheckToken(t *testing.T) {
 			t.Errorf("CheckToken(%q): the error quotes the token: %q", tok, err)
 		}
 	}
-	for _, tok := range []string{"0123456789abcdef", "s3cret-Token_~!@#$%^&*()+=", strings.Repeat("a", 64)} {
+	for _, tok := range []string{"0123456789abcdef", "s3cret-Token_~!@#$%^&*()+=", "correct-horse-battery-staple",
+		"3f9a1c2b7e4d06a5c8b1f2e3d4a5b6c7"} {
 		if err := CheckToken(tok); err != nil {
 			t.Errorf("CheckToken(%q) = %v, want nil", tok, err)
 		}

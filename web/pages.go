@@ -534,6 +534,9 @@ func compareKey(r *evalrun.ItemResult) string {
 // compareRuns reads the runs ?a= and ?b= of r.
 func (s *Server) compareRuns(r *http.Request) (*evalrun.Run, *evalrun.Run, error) {
 	q := r.URL.Query()
+	if err := checkParams(q, compareParams); err != nil {
+		return nil, nil, err
+	}
 	ida, idb := q.Get("a"), q.Get("b")
 	if ida == "" || idb == "" {
 		return nil, nil, fmt.Errorf("compare needs two runs: ?a=RUN&b=RUN: %w", evalrun.ErrInvalid)
@@ -551,6 +554,10 @@ func (s *Server) compareRuns(r *http.Request) (*evalrun.Run, *evalrun.Run, error
 
 func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := checkParams(q, compareParams); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
 	if q.Get("a") == "" && q.Get("b") == "" {
 		// No runs chosen: show the form.
 		runs, err := s.store.ListRuns(r.Context(), evalrun.RunFilter{Limit: 200})

@@ -37,6 +37,8 @@ var (
 	runsParams  = []string{"dataset", "limit"}
 	itemsParams = []string{"failed", "scorer", "below", "tag", "q", "id", "sort", "from", "page", "size"}
 	itemParams  = []string{"repeat"}
+	// compareParams are the two runs of /compare and /api/compare.
+	compareParams = []string{"a", "b"}
 )
 
 // invalidError is a bad-request error whose message is for people: it is

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -205,9 +206,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // [CheckToken] refuses. An empty host (":8080") binds every interface and
 // so needs a token too; "localhost" and loopback IPs do not.
 func CheckAddr(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return invalidf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", addr, err)
+	}
+	// A bad port is the user's to fix (exit 2), not a failure to listen.
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" {
+		return invalidf("--addr %q: the port must be a number from 0 to 65535, e.g. 127.0.0.1:8080", addr)
 	}
 	if token != "" {
 		return CheckToken(token)

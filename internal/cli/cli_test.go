@@ -96,6 +96,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "missing.yaml"}, `evalrun: invalid: suite file: open missing.yaml: no such file or directory`},
 		{[]string{"report", "x", "-o", "report.pdf"}, `evalrun: -o report.pdf: cannot tell the format from the extension`},
 		{[]string{"runs", "list", "--db", "mysql://x"}, `evalrun: --db "mysql://x": unknown storage (use sqlite:PATH or postgres://user@host/db)`},
+		{[]string{"runs", "list", "--limit", "-1"}, `evalrun: --limit -1: must not be negative`},
 	} {
 		code, _, stderr := b.run(tc.args...)
 		if code != 2 || !strings.HasPrefix(stderr, tc.want) {

@@ -7,9 +7,9 @@ import (
 
 // The open-file limit (RLIMIT_NOFILE) bounds the items in flight: an item
 // of a network target holds a connection, and a judge's or an embedder's
-// call another, each a file descriptor; an exec target's program holds its
-// three pipes and a pidfd. Past the limit, dials and spawns fail with "too
-// many open files" and the items fail for nothing. Go raises the soft
+// call another, each a file descriptor; an exec target's program holds
+// nine while it starts (see fdsPerItem). Past the limit, dials and spawns
+// fail with "too many open files" and the items fail for nothing. Go raises the soft
 // limit to the hard one at start-up (since Go 1.19), so what remains is
 // the hard limit, which only an administrator raises.
 const (
@@ -26,7 +26,10 @@ func fdsPerItem(kind string) int {
 	case "echo", "outputs":
 		return 0
 	case "exec":
-		return 4
+		// Its peak, while the program starts: three pipes (six
+		// descriptors until the child's ends are closed), the runtime's
+		// fork status pipe (two) and a pidfd.
+		return 9
 	default:
 		return 2
 	}

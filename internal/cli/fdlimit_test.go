@@ -12,7 +12,7 @@ func TestClampToOpenFiles(t *testing.T) {
 	}{
 		{1000, "http", 1024, 480, true},    // (1024-64)/2
 		{1000, "openai", 128, 32, true},    // (128-64)/2
-		{1000, "exec", 1024, 240, true},    // (1024-64)/4
+		{1000, "exec", 1024, 106, true},    // (1024-64)/9
 		{400, "http", 1024, 400, false},    // fits
 		{480, "http", 1024, 480, false},    // exactly fits
 		{10, "http", 32, 1, true},          // a limit below the reserve still runs one

@@ -1,14 +1,16 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
 )
 
 // savedOutputs is the target of --outputs: it returns each item's saved
@@ -43,19 +45,26 @@ func readOutputs(path string) (*savedOutputs, error) {
 	}
 	defer f.Close()
 	s := &savedOutputs{file: path, outputs: map[string]json.RawMessage{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		raw := bytes.TrimSpace(sc.Bytes())
+	// The saved outputs arrive like a dataset, from whoever produced them:
+	// the same limits hold (line length, UTF-8, depth).
+	lines := dataset.NewLines(f, path, 0)
+	for {
+		raw, line, err := lines.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, invalidf("--outputs: %w", err)
+		}
 		if len(raw) == 0 {
 			continue
 		}
 		bad := func(format string, args ...any) error {
 			return invalidf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
-		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, bad("not a JSON object: %v", err)
+		rec, err := outputsObject(raw)
+		if err != nil {
+			return nil, bad("%v", err)
 		}
 		for k := range rec {
 			if k != "id" && k != "output" {
@@ -79,8 +88,39 @@ func readOutputs(path string) (*savedOutputs, error) {
 		}
 		s.outputs[id] = out
 	}
-	if err := sc.Err(); err != nil {
-		return nil, invalidf("--outputs %s: %v", path, err)
-	}
 	return s, nil
+}
+
+// outputsObject returns the keys of the JSON object raw with their values;
+// a repeated key is an error, not a silent choice of the last one.
+func outputsObject(raw []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("malformed JSON: %v", err)
+		}
+		return nil, errors.New(`not a JSON object (a line is {"id": ..., "output": ...})`)
+	}
+	rec := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("malformed JSON: %v", err)
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, fmt.Errorf("malformed JSON: %v", err)
+		}
+		if _, dup := rec[key]; dup {
+			return nil, fmt.Errorf("duplicate key %q", key)
+		}
+		rec[key] = val
+	}
+	if _, err := dec.Token(); err != nil || dec.More() {
+		var v any
+		return nil, fmt.Errorf("malformed JSON: %v", json.Unmarshal(raw, &v))
+	}
+	return rec, nil
 }

@@ -38,6 +38,9 @@ completed_at); the stored config is left out (evalrun runs show has it).`,
 		Example: "  evalrun runs list\n  evalrun runs list --json --limit 10",
 		Args:    args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.Limit < 0 { // the stores read a negative limit as none
+				return invalidf("--limit %d: must not be negative", f.Limit)
+			}
 			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
 				runs, err := store.ListRuns(ctx, f)
 				if err != nil {

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -34,8 +36,8 @@ It listens on 127.0.0.1:8080 by default. Any other interface (":8080",
 "0.0.0.0:8080", a LAN address) needs a token, from --token or EVALRUN_TOKEN,
 which every request must then present (see docs/web.md); without one evalrun
 refuses to start (exit 2). A token has at least 16 characters, printable
-ASCII without spaces (openssl rand -hex 16 makes one); a weaker one is
-refused (exit 2). The URL is printed on standard error. Ctrl-C stops the
+ASCII without spaces, 8 of them different (openssl rand -hex 16 makes one); a
+weaker one is refused (exit 2). The URL is printed on standard error. Ctrl-C stops the
 server (exit 0).`,
 		Example: `  evalrun serve
   evalrun serve --addr 127.0.0.1:9000 --db postgres://evalrun@db/evalrun
@@ -58,7 +60,11 @@ server (exit 0).`,
 				var lc net.ListenConfig
 				ln, err := lc.Listen(ctx, "tcp", addr)
 				if err != nil {
-					return fmt.Errorf("serve: listen on %s: %w (is another server using the port? use --addr HOST:PORT)", addr, err)
+					hint := "use --addr HOST:PORT with an address of this machine"
+					if errors.Is(err, syscall.EADDRINUSE) {
+						hint = "is another server using the port? use --addr HOST:PORT"
+					}
+					return fmt.Errorf("serve: listen on %s: %w (%s)", addr, err, hint)
 				}
 				return st.serve(ctx, ln, store, token)
 			})

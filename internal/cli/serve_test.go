@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,33 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 				t.Errorf("stderr shows the token:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// A port taken by another server is named as the likely cause; any other
+// failure to listen (an address not on this machine) is not blamed on it.
+func TestServeListenFailureHint(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	const token = "0123456789abcdef0123"
+	for _, tc := range []struct {
+		addr       string
+		hinted     bool
+		wantInText string
+	}{
+		{taken.Addr().String(), true, "address already in use"},
+		{"192.0.2.1:8080", false, "192.0.2.1:8080"}, // TEST-NET-1: no interface has it
+	} {
+		b := setup(t)
+		code, _, stderr := b.main(context.Background(), nil, "serve", "--addr", tc.addr, "--token", token)
+		if code == 0 || !strings.Contains(stderr, tc.wantInText) {
+			t.Errorf("serve --addr %s: exit %d\n%s", tc.addr, code, stderr)
+		}
+		if got := strings.Contains(stderr, "another server"); got != tc.hinted {
+			t.Errorf("serve --addr %s: blames another server: %v, want %v\n%s", tc.addr, got, tc.hinted, stderr)
+		}
 	}
 }
