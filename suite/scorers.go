@@ -151,9 +151,29 @@ func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
 	if ce.Err != nil {
 		msg = ce.Err.Error()
 	}
+	// A yaml type error quotes an excerpt of the value, too short for the
+	// scrubber to recognise: a value from the environment is named by its
+	// reference instead, as for every other key.
+	if v := p.expandedIn(at); v != nil && yamlValue.MatchString(msg) {
+		msg = "invalid value " + p.describe(v) + ": " + strings.TrimSpace(yamlValue.ReplaceAllString(msg, ""))
+	}
 	hint := scorerHints[ce.Kind+"."+ce.Key]
 	if hint == "" {
 		hint = scorerHints["*."+ce.Key]
 	}
 	p.ps.at(at, keyPath, hint, "%s", msg)
+}
+
+// expandedIn returns n, or the first node under it, when it was expanded
+// from the environment; else nil.
+func (p *parser) expandedIn(n *yaml.Node) *yaml.Node {
+	if _, ok := p.ps.expanded[n]; ok {
+		return n
+	}
+	for _, c := range n.Content {
+		if v := p.expandedIn(c); v != nil {
+			return v
+		}
+	}
+	return nil
 }

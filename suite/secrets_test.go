@@ -88,3 +88,30 @@ execution:
 		}
 	}
 }
+
+// A scorer key holding a ${VAR} of the wrong type is reported like any
+// other key: by its reference, without the excerpt of the value a yaml type
+// error quotes (which the scrubber, knowing only whole values, missed).
+func TestScorerValidationHidesExpandedValues(t *testing.T) {
+	const value = "Zq9SECRETvalue77"
+	_, err := parse(t, `dataset: {file: data.jsonl}
+target: {kind: echo}
+scorers:
+  - kind: levenshtein
+    threshold: ${KEY}
+  - kind: contains
+    name: c
+    case_sensitive: ${KEY}
+  - kind: llm_judge
+    model: m
+    rubric: r
+    price: {input_per_mtok: "${KEY}"}
+`, "KEY="+value)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, value[:3]) || strings.Count(msg, `"${KEY}" (its value is not shown)`) != 3 {
+		t.Errorf("value %q:\n%s", value, msg)
+	}
+}
