@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/scorer"
+	"github.com/evalrun/evalrun/target"
 )
 
 // scorerKeys is every key a scorers entry may have (of any kind).
@@ -137,6 +138,12 @@ func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
 	if !errors.As(err, &ce) {
 		p.ps.at(e, path, "", "%v", err)
 		return
+	}
+	// The model factories (package openai) name the connection setting
+	// at fault (base_url, api_key_env): report it there, not at model.
+	var tce *target.ConfigError
+	if errors.As(ce.Err, &tce) {
+		ce = &scorer.ConfigError{Scorer: ce.Scorer, Kind: ce.Kind, Key: tce.Key, Err: tce.Err}
 	}
 	at, keyPath := e, path
 	if ce.Key != "" {
