@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -392,5 +395,30 @@ func TestChatModelErrorsAreClassified(t *testing.T) {
 	}
 	if api.Requests() != 1 {
 		t.Errorf("requests = %d, want 1 (SDK retries off)", api.Requests())
+	}
+}
+
+// A query in base_url (Azure's api-version, a gateway's key) is sent with
+// every request. The SDK resolves each endpoint against the base URL, which
+// drops the base's query: it was silently lost.
+func TestChatTargetBaseURLQueryIsSent(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, completion("ok"))
+	}))
+	defer srv.Close()
+	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: srv.URL + "/v1?api-version=2024-10-21&key=k%2B1"}})
+	if _, err := ct.Execute(context.Background(), testItem); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "/v1/chat/completions?api-version=2024-10-21&key=k%2B1"; len(got) != 1 || got[0] != want {
+		t.Errorf("requests %q, want [%q]", got, want)
 	}
 }

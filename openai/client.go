@@ -57,6 +57,9 @@ func (c *ClientConfig) validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return &target.ConfigError{Key: "base_url", Err: fmt.Errorf("%q is not an http(s) URL", c.BaseURL)}
 		}
+		if _, err := url.ParseQuery(u.RawQuery); err != nil {
+			return &target.ConfigError{Key: "base_url", Err: fmt.Errorf("its query is not valid: %w (percent-encode its values)", err)}
+		}
 	}
 	if c.APIKeyEnv != "" && strings.ContainsAny(c.APIKeyEnv, "=\x00 ") {
 		return &target.ConfigError{Key: "api_key_env", Err: fmt.Errorf("%q is not an environment variable name", c.APIKeyEnv)}
@@ -128,6 +131,10 @@ func newClient(c ClientConfig) (*client, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
+	// The SDK resolves each endpoint against the base URL, which drops the
+	// base's query (Azure's api-version, a gateway's key): it is sent as
+	// query parameters of every request instead.
+	base, query, _ := strings.Cut(base, "?")
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
@@ -135,6 +142,12 @@ func newClient(c ClientConfig) (*client, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+	}
+	params, _ := url.ParseQuery(query) // checked by validate
+	for k, vs := range params {
+		for _, v := range vs {
+			cl.opts = append(cl.opts, option.WithQueryAdd(k, v))
+		}
 	}
 	if key != "" {
 		cl.opts = append(cl.opts, option.WithAPIKey(key))

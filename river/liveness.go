@@ -97,7 +97,9 @@ WITH dead AS (
 )
 UPDATE river_job j SET
 	state = dead.state::river_job_state,
-	scheduled_at = now(),
+	-- An available job keeps its place in River's fetch order (priority,
+	-- scheduled_at, id): at now() it would wait behind the run's whole backlog.
+	scheduled_at = CASE WHEN dead.state = 'available' THEN least(j.scheduled_at, now()) ELSE now() END,
 	finalized_at = CASE WHEN dead.state = 'available' THEN NULL ELSE now() END,
 	errors = array_append(j.errors, dead.error),
 	metadata = j.metadata || jsonb_build_object('evalrun:presumed_dead', j.attempted_by[array_upper(j.attempted_by, 1)])

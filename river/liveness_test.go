@@ -143,3 +143,32 @@ func TestReapDeadTakesOnlyDeadWorkersJobs(t *testing.T) {
 		t.Errorf("second reap: %d jobs, %v; want 0", n, err)
 	}
 }
+
+// A dead worker's job goes back to the queue at its original place, not
+// behind the run's backlog: River fetches by priority, scheduled_at, id, so
+// a job rescheduled at now() waited for every queued item of a long run
+// before running again, well past PRODUCT.md's item_timeout + 60 s.
+func TestReapDeadKeepsTheJobsPlaceInTheQueue(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "reap-order", inputs("o", 4))
+	rec := b.enqueue(t, "reap-order", items, runConfig{})
+	ctx := t.Context()
+	pool := b.store.Pool()
+	if _, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, max_attempts = 10,
+		attempted_by = ARRAY['gone'], attempted_at = now() - interval '1 hour'
+		WHERE args->>'run_id' = $1 AND (args->>'index')::int = 0`, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := reapDead(ctx, pool, time.Minute); err != nil || n != 1 {
+		t.Fatalf("reaped %d jobs, %v; want 1", n, err)
+	}
+	var first int
+	if err := pool.QueryRow(ctx, `SELECT (args->>'index')::int FROM river_job
+		WHERE args->>'run_id' = $1 AND state = 'available'
+		ORDER BY priority, scheduled_at, id LIMIT 1`, rec.ID).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if first != 0 {
+		t.Errorf("next job River fetches is item %d, want the dead worker's item 0", first)
+	}
+}

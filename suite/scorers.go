@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/scorer"
+	"github.com/evalrun/evalrun/target"
 )
 
 // scorerKeys is every key a scorers entry may have (of any kind).
@@ -138,6 +139,12 @@ func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
 		p.ps.at(e, path, "", "%v", err)
 		return
 	}
+	// The model factories (package openai) name the connection setting
+	// at fault (base_url, api_key_env): report it there, not at model.
+	var tce *target.ConfigError
+	if errors.As(ce.Err, &tce) {
+		ce = &scorer.ConfigError{Scorer: ce.Scorer, Kind: ce.Kind, Key: tce.Key, Err: tce.Err}
+	}
 	at, keyPath := e, path
 	if ce.Key != "" {
 		keyPath = path + "." + ce.Key
@@ -151,9 +158,29 @@ func (p *parser) scorerProblem(e *yaml.Node, path string, err error) {
 	if ce.Err != nil {
 		msg = ce.Err.Error()
 	}
+	// A yaml type error quotes an excerpt of the value, too short for the
+	// scrubber to recognise: a value from the environment is named by its
+	// reference instead, as for every other key.
+	if v := p.expandedIn(at); v != nil && yamlValue.MatchString(msg) {
+		msg = "invalid value " + p.describe(v) + ": " + strings.TrimSpace(yamlValue.ReplaceAllString(msg, ""))
+	}
 	hint := scorerHints[ce.Kind+"."+ce.Key]
 	if hint == "" {
 		hint = scorerHints["*."+ce.Key]
 	}
 	p.ps.at(at, keyPath, hint, "%s", msg)
+}
+
+// expandedIn returns n, or the first node under it, when it was expanded
+// from the environment; else nil.
+func (p *parser) expandedIn(n *yaml.Node) *yaml.Node {
+	if _, ok := p.ps.expanded[n]; ok {
+		return n
+	}
+	for _, c := range n.Content {
+		if v := p.expandedIn(c); v != nil {
+			return v
+		}
+	}
+	return nil
 }

@@ -88,3 +88,52 @@ execution:
 		}
 	}
 }
+
+// A scorer key holding a ${VAR} of the wrong type is reported like any
+// other key: by its reference, without the excerpt of the value a yaml type
+// error quotes (which the scrubber, knowing only whole values, missed).
+func TestScorerValidationHidesExpandedValues(t *testing.T) {
+	const value = "Zq9SECRETvalue77"
+	_, err := parse(t, `dataset: {file: data.jsonl}
+target: {kind: echo}
+scorers:
+  - kind: levenshtein
+    threshold: ${KEY}
+  - kind: contains
+    name: c
+    case_sensitive: ${KEY}
+  - kind: llm_judge
+    model: m
+    rubric: r
+    price: {input_per_mtok: "${KEY}"}
+`, "KEY="+value)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, value[:3]) || strings.Count(msg, `"${KEY}" (its value is not shown)`) != 3 {
+		t.Errorf("value %q:\n%s", value, msg)
+	}
+}
+
+// A judge's or embedder's bad connection setting is reported at its own
+// key, not at model (where the model factory's errors used to land).
+func TestModelScorerConfigErrorNamesItsKey(t *testing.T) {
+	_, err := parse(t, `dataset: {file: data.jsonl}
+target:
+  kind: scorer
+  scorer: {kind: llm_judge, model: m, rubric: r, base_url: "ftp://x"}
+scorers:
+  - kind: embedding_similarity
+    model: e
+    base_url: "http://127.0.0.1:1/v1?a=%zz"
+`, "OPENAI_API_KEY=k")
+	got := problems(t, err)
+	want := []string{
+		`suite.yaml:4:60: target.scorer.base_url: "ftp://x" is not an http(s) URL`,
+		`suite.yaml:8:15: scorers[0].base_url: its query is not valid: invalid URL escape "%zz" (percent-encode its values)`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -42,7 +42,7 @@ type Scrubber struct {
 
 // Add records secrets. A value shorter than [MinLen] once trimmed is
 // ignored (see MinLen). Each secret is also recorded in the encodings it
-// may take in a message: JSON-escaped and URL-escaped.
+// may take in a message: JSON-escaped, URL-escaped and base64-encoded.
 func (s *Scrubber) Add(secrets ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,9 +74,14 @@ func (s *Scrubber) AddCredential(v string) {
 	}
 }
 
-// encodings returns v and the forms it takes inside JSON strings and URLs.
+// encodings returns v and the forms it takes inside JSON strings and URLs,
+// and base64'd (padded or not, standard or URL-safe): servers echo a
+// rejected Authorization header encoded in their error bodies.
 func encodings(v string) []string {
 	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		forms = append(forms, enc.EncodeToString([]byte(v)))
+	}
 	for _, html := range []bool{true, false} { // encoding/json escapes <, > and & by default
 		var b strings.Builder
 		enc := json.NewEncoder(&b)

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -36,6 +37,25 @@ func TestAddCredential(t *testing.T) {
 	s.AddCredential("Bearer tok-123456")
 	if got := s.String("Authorization: Bearer tok-123456 / echoed tok-123456"); got != "Authorization: [redacted] / echoed [redacted]" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// A server that echoes the Authorization header base64-encoded (in an
+// error body, a debug field) does not leak it: the header's value and its
+// credential are known in base64 too, padded or not, standard or URL-safe.
+func TestAddCredentialBase64Echo(t *testing.T) {
+	var s Scrubber
+	s.AddCredential("Bearer Zq9SECRETvalue77")
+	for _, echoed := range []string{
+		base64.StdEncoding.EncodeToString([]byte("Bearer Zq9SECRETvalue77")),
+		base64.URLEncoding.EncodeToString([]byte("Bearer Zq9SECRETvalue77")),
+		base64.RawStdEncoding.EncodeToString([]byte("Zq9SECRETvalue77")),
+		base64.RawURLEncoding.EncodeToString([]byte("Zq9SECRETvalue77")),
+	} {
+		got := s.String("token " + echoed + " rejected")
+		if strings.Contains(got, strings.TrimRight(echoed, "=")) || !strings.Contains(got, Mask) {
+			t.Errorf("String(token %s) = %q: the base64 echo is not redacted", echoed, got)
+		}
 	}
 }
 
