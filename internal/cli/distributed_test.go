@@ -314,7 +314,11 @@ target:
   headers: {X-Api-Key: "literal-key-123456"}
 scorers: [exact_match]
 `)
-	code, _, stderr := b.run("run", suite, "--distributed")
+	code, _, stderr := b.run("run", suite, "--distributed", "--dry-run")
+	if code != ExitUsage || !strings.Contains(stderr, "target.headers.X-Api-Key") {
+		t.Errorf("--dry-run: exit %d, stderr:\n%s\nwant exit 2 naming target.headers.X-Api-Key", code, stderr)
+	}
+	code, _, stderr = b.run("run", suite, "--distributed")
 	if code != ExitUsage || !strings.Contains(stderr, "lit.yaml:7:") || !strings.Contains(stderr, "target.headers.X-Api-Key") ||
 		!strings.Contains(stderr, "${VAR}") || strings.Contains(stderr, "literal-key-123456") {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming lit.yaml:7 target.headers.X-Api-Key and ${VAR}, without the secret", code, stderr)
