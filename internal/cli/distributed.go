@@ -73,7 +73,9 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	}
 
 	prog := st.newProgress(rec.Total, f.quiet)
-	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update})
+	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update, JobError: func(msg string) {
+		fmt.Fprintf(st.Stderr, "run %s: jobs went back to the queue (River retries them): %s\n", rec.ID, msg)
+	}})
 	prog.finish()
 	if err != nil {
 		return err
