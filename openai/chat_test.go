@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -420,5 +421,19 @@ func TestChatTargetBaseURLQueryIsSent(t *testing.T) {
 	defer mu.Unlock()
 	if want := "/v1/chat/completions?api-version=2024-10-21&key=k%2B1"; len(got) != 1 || got[0] != want {
 		t.Errorf("requests %q, want [%q]", got, want)
+	}
+}
+
+// A 401 body echoing the Authorization header base64-encoded (as some
+// gateways do) does not carry the key into the error: the scrubber knows
+// the header the client sends, "Bearer KEY", not only the key.
+func TestChatTargetErrorScrubsEncodedAuthorization(t *testing.T) {
+	const key = "sk-oaiSECRET12345"
+	echoed := base64.StdEncoding.EncodeToString([]byte("Bearer " + key))
+	api := newFakeAPI(t, reply(401, `{"error": {"message": "bad credentials `+echoed+`"}}`))
+	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL, LookupEnv: env("OPENAI_API_KEY", key)}})
+	_, err := ct.Execute(context.Background(), testItem)
+	if err == nil || strings.Contains(err.Error(), strings.TrimRight(echoed, "=")) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("error %v: want the echoed header redacted", err)
 	}
 }

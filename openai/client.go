@@ -112,7 +112,10 @@ func newClient(c ClientConfig) (*client, error) {
 		return nil, err
 	}
 	cl := &client{max: c.MaxResponseBytes, clock: c.Clock, scrub: &redact.Scrubber{}}
-	cl.scrub.Add(key)
+	if key != "" {
+		// The header the SDK sends, which a server may echo encoded.
+		cl.scrub.AddCredential("Bearer " + key)
+	}
 	cl.scrub.Add(redact.URLSecrets(c.BaseURL)...)
 	if cl.max == 0 {
 		cl.max = target.DefaultMaxResponseBytes

@@ -178,6 +178,11 @@ type WaitOptions struct {
 	Progress func(evalrun.Progress)
 	// LoadResults fills Summary.Results from the store (input order).
 	LoadResults bool
+	// JobError, when set, is called with the newest error of a job of the
+	// run that went back to the queue (a worker could not build the run,
+	// a worker presumed dead…), each time that error changes: without it a
+	// run no worker can execute waits in silence while River retries.
+	JobError func(msg string)
 }
 
 // Wait waits until every execution of the run has a stored result (or
@@ -220,10 +225,11 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 	ticker := time.NewTicker(c.opts.PollInterval)
 	defer ticker.Stop()
 	lastDone := -1
+	lastJobError := ""
 	nextLiveCheck := time.Now().Add(liveCheckInterval)
 	var failingSince time.Time
 	for {
-		done, cancelled, err := c.poll(ctx, rec, wo, &lastDone, &nextLiveCheck)
+		done, cancelled, err := c.poll(ctx, rec, wo, &lastDone, &nextLiveCheck, &lastJobError)
 		switch {
 		case err == nil:
 			failingSince = time.Time{}
@@ -255,7 +261,7 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 
 // poll looks at the run once: done reports that it can be finalized,
 // cancelled that it was cancelled (and its jobs have settled).
-func (c *Coordinator) poll(ctx context.Context, rec *evalrun.Run, wo WaitOptions, lastDone *int, nextLiveCheck *time.Time) (done, cancelled bool, err error) {
+func (c *Coordinator) poll(ctx context.Context, rec *evalrun.Run, wo WaitOptions, lastDone *int, nextLiveCheck *time.Time, lastJobError *string) (done, cancelled bool, err error) {
 	ok, failed, err := c.store.CountResults(ctx, rec.ID)
 	if err != nil {
 		return false, false, err
@@ -301,8 +307,35 @@ func (c *Coordinator) poll(ctx context.Context, rec *evalrun.Run, wo WaitOptions
 			// Every job ended: its result, if any, was written before.
 			return true, false, nil
 		}
+		if wo.JobError != nil {
+			msg, err := c.newestJobError(ctx, rec.ID)
+			if err != nil {
+				return false, false, err
+			}
+			if msg != "" && msg != *lastJobError {
+				*lastJobError = msg
+				wo.JobError(msg)
+			}
+		}
 	}
 	return false, false, nil
+}
+
+// newestJobError returns the newest attempt error of the run's jobs that
+// are waiting to run again, or "" when none has one.
+func (c *Coordinator) newestJobError(ctx context.Context, runID string) (string, error) {
+	var msg string
+	err := c.store.Pool().QueryRow(ctx, `SELECT coalesce(errors[array_upper(errors, 1)]->>'error', '')
+		FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 AND state IN ('available', 'retryable', 'scheduled')
+			AND coalesce(array_length(errors, 1), 0) > 0
+		ORDER BY (errors[array_upper(errors, 1)]->>'at') DESC LIMIT 1`, Kind, runID).Scan(&msg)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the job errors of run %s: %w", runID, err)
+	}
+	return msg, nil
 }
 
 // Cancel cancels a run: it marks the run canceled, deletes its queued

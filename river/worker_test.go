@@ -342,3 +342,32 @@ func TestQueueRetryPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A run no worker can build (a ${VAR} missing on every worker) does not
+// wait in silence: Wait reports the error the jobs went back to the queue
+// with, while River retries them.
+func TestWaitReportsWhyJobsWentBackToTheQueue(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "unbuildable", []string{"u-1"})
+	builder := &testBuilder{store: b.store}
+	builder.failBuilds.Store(1 << 30)
+	b.startWorker(t, builder, 1)
+	rec := b.enqueue(t, "unbuildable", items, runConfig{})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var got []string
+	s, err := b.coord.Wait(ctx, rec.ID, WaitOptions{JobError: func(msg string) {
+		got = append(got, msg)
+		cancel()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "suite not available (test)") {
+		t.Errorf("job errors reported %q, want the build error once", got)
+	}
+	if s.Status != evalrun.RunCanceled {
+		t.Errorf("status %s after the wait was stopped, want canceled", s.Status)
+	}
+}

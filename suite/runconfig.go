@@ -252,6 +252,41 @@ func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
 	return s, nil
 }
 
+// CheckStorable reports, at its place in the suite file, every literal
+// secret that [Suite.RunConfig] does not store (see redactTree): a process
+// that rebuilds the run from its stored config alone, as a distributed
+// worker does, could not run it.
+func (s *Suite) CheckStorable() error {
+	if s.raw == nil {
+		return nil
+	}
+	ps := &problems{}
+	findLiteralSecrets(s.raw, "", "", ps)
+	return ps.err(s.File)
+}
+
+// findLiteralSecrets walks n as redactTree walks its decoded form (a list
+// takes its key's name) and reports each string value it would redact.
+func findLiteralSecrets(n *yaml.Node, key, path string, ps *problems) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!str" && redactTree(n.Value, key) != n.Value {
+			ps.at(n, path, "put the secret in an environment variable, write ${VAR} here and export it on every worker",
+				"a literal secret is not stored with the run, so workers cannot run it")
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			findLiteralSecrets(n.Content[i+1], n.Content[i].Value, joinPath(path, n.Content[i].Value), ps)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			findLiteralSecrets(e, key, fmt.Sprintf("%s[%d]", path, i), ps)
+		}
+	case yaml.AliasNode: // decoded in place of the alias (cycles were refused by Parse)
+		findLiteralSecrets(n.Alias, key, path, ps)
+	}
+}
+
 // findRedacted reports every value the stored config lost as a secret.
 func findRedacted(n *yaml.Node, path string, ps *problems) {
 	switch n.Kind {

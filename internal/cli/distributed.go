@@ -51,6 +51,12 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	opts := p.suite.Execution.EngineOptions()
 	verb := "re-attached"
 	if !p.resume {
+		// Workers rebuild the run from its stored config, which holds no
+		// literal secret: refuse now rather than enqueue jobs no worker
+		// can run.
+		if err := p.suite.CheckStorable(); err != nil {
+			return err
+		}
 		if rec, err = coord.Enqueue(ctx, engine.Spec{Run: rec, Items: p.items, Target: p.target,
 			Scorers: p.suite.Scorers(), Options: opts}); err != nil {
 			return err
@@ -67,7 +73,9 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	}
 
 	prog := st.newProgress(rec.Total, f.quiet)
-	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update})
+	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update, JobError: func(msg string) {
+		fmt.Fprintf(st.Stderr, "run %s: jobs went back to the queue (River retries them): %s\n", rec.ID, msg)
+	}})
 	prog.finish()
 	if err != nil {
 		return err

@@ -296,3 +296,35 @@ func setupPostgres(t *testing.T) (*bundle, string) {
 	b.env = []string{"EVALRUN_DB=" + b.db}
 	return b, b.httpSuite(newServer(t, false).URL)
 }
+
+// A suite with a literal secret cannot be run by workers (the secret is
+// not stored with the run, and workers rebuild the run from what is
+// stored): run --distributed refuses it before enqueueing anything.
+// Before, the run was enqueued, every worker failed to build it, its jobs
+// were retried for minutes and the coordinator waited without a word.
+func TestDistributedRefusesLiteralSecret(t *testing.T) {
+	b, _ := setupPostgres(t)
+	b.write("d.jsonl", data3)
+	suite := b.write("lit.yaml", `name: lit
+dataset: {name: d, file: d.jsonl}
+target:
+  kind: http
+  url: http://127.0.0.1:1/x
+  output: out
+  headers: {X-Api-Key: "literal-key-123456"}
+scorers: [exact_match]
+`)
+	code, _, stderr := b.run("run", suite, "--distributed", "--dry-run")
+	if code != ExitUsage || !strings.Contains(stderr, "target.headers.X-Api-Key") {
+		t.Errorf("--dry-run: exit %d, stderr:\n%s\nwant exit 2 naming target.headers.X-Api-Key", code, stderr)
+	}
+	code, _, stderr = b.run("run", suite, "--distributed")
+	if code != ExitUsage || !strings.Contains(stderr, "lit.yaml:7:") || !strings.Contains(stderr, "target.headers.X-Api-Key") ||
+		!strings.Contains(stderr, "${VAR}") || strings.Contains(stderr, "literal-key-123456") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming lit.yaml:7 target.headers.X-Api-Key and ${VAR}, without the secret", code, stderr)
+	}
+	_, stdout, _ := b.run("runs", "list")
+	if strings.Contains(stdout, "lit") {
+		t.Errorf("a run was stored:\n%s", stdout)
+	}
+}

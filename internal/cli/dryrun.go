@@ -43,6 +43,11 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 	if err := s.Apply(o); err != nil {
 		return err
 	}
+	if f.distributed { // what run --distributed refuses
+		if err := s.CheckStorable(); err != nil {
+			return err
+		}
+	}
 	for _, src := range f.failOn {
 		c, err := report.ParseCondition(src)
 		if err == nil {
