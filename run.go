@@ -26,8 +26,18 @@ func (s RunStatus) Done() bool {
 
 // Resumable reports whether a run in status s may be continued (resumed):
 // it was interrupted (canceled) or its process died (pending, running). A
-// completed or failed run is finished: its record and report are final.
+// completed run is finished: its record and report are final; a failed one
+// is too, unless items never ran (see [Run.Resumable]).
 func (s RunStatus) Resumable() bool { return slices.Contains(ResumableStatuses, s) }
+
+// Resumable reports whether the run may be continued (resumed): its status
+// is [RunStatus.Resumable], or it failed with items that never ran
+// (Skipped > 0: its store refused results, strict mode stopped it, or
+// distributed jobs were discarded), so that a resume runs those items once
+// the cause is fixed. [RunStore.ClaimRun] accepts the same runs.
+func (r *Run) Resumable() bool {
+	return r.Status.Resumable() || (r.Status == RunFailed && r.Skipped > 0)
+}
 
 // Cancelable reports whether a run in status s may be cancelled: it has
 // not ended.

@@ -57,7 +57,7 @@ type RunStore interface {
 	CancelRun(ctx context.Context, id, reason string) (run *Run, changed bool, err error)
 	// ClaimRun makes c.Owner the one process executing the run, until the
 	// store's clock passes now + c.TTL, in one conditional step. It
-	// succeeds when the run is [RunStatus.Resumable] and no other owner
+	// succeeds when the run is [Run.Resumable] and no other owner
 	// holds an unexpired claim (c.Replace's claim does not count); a
 	// claim by c.Owner itself is renewed, whatever the status. It returns
 	// the run as stored afterwards and whether c.Owner now holds it: when

@@ -321,7 +321,7 @@ func (s *Store) ClaimRun(_ context.Context, id string, c evalrun.RunClaim) (*eva
 	r := &rec.info
 	renew := r.ClaimedBy == c.Owner
 	free := !r.Claimed(c.Owner, now) || (c.Replace != "" && r.ClaimedBy == c.Replace)
-	if !renew && !(free && r.Status.Resumable()) {
+	if !renew && !(free && r.Resumable()) {
 		return copyRun(r), false, nil
 	}
 	r.ClaimedBy, r.ClaimExpires = c.Owner, now.Add(c.TTL)

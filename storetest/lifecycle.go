@@ -223,6 +223,15 @@ func testClaimRunFinished(t *testing.T, s evalrun.Store) {
 			t.Fatalf("a %s run was claimed by %q", st, got.ClaimedBy)
 		}
 	}
+	// A run that failed with items that never ran (its store refused
+	// results, strict mode) can be claimed, so a resume runs them.
+	inc := testRun("r-failed-incomplete", "qa", 1, base)
+	inc.Status, inc.Succeeded, inc.Skipped = evalrun.RunFailed, 3, 7
+	inc.StartedAt, inc.CompletedAt = base.Add(time.Second), base.Add(time.Minute)
+	mustCreateRun(t, s, inc)
+	if got, ok, err := s.ClaimRun(t.Context(), inc.ID, claim("p", time.Minute)); err != nil || !ok || got.ClaimedBy != "p" {
+		t.Fatalf("claim of a failed run with 7 items skipped = %v, %v; want claimed by p", ok, err)
+	}
 	// A run that completed while claimed: its owner may still renew (it
 	// releases next), nobody else may claim it even after expiry.
 	clock := cacheClock(t, s, base)

@@ -54,7 +54,7 @@ func (st *State) newClaim(store evalrun.RunStore, id string) *runClaim {
 // and one another live process executes.
 func (c *runClaim) take(ctx context.Context) error {
 	run, ok, err := c.store.ClaimRun(ctx, c.id, evalrun.RunClaim{Owner: c.owner, TTL: c.ttl})
-	if err == nil && !ok && run.Status.Resumable() && c.gone(run.ClaimedBy) {
+	if err == nil && !ok && run.Resumable() && c.gone(run.ClaimedBy) {
 		// Its holder died on this machine: no need to wait for expiry.
 		run, ok, err = c.store.ClaimRun(ctx, c.id, evalrun.RunClaim{Owner: c.owner, TTL: c.ttl, Replace: run.ClaimedBy})
 	}
@@ -85,8 +85,8 @@ func (c *runClaim) gone(owner string) bool {
 // refuseResume is the error of a resume that cannot claim run: it is
 // finished, or another process executes it.
 func refuseResume(run *evalrun.Run, now time.Time) error {
-	if !run.Status.Resumable() {
-		return invalidf("run %s is already %s (finished %s): --resume continues an interrupted run; "+
+	if !run.Resumable() {
+		return invalidf("run %s is already %s (finished %s) with every item run: --resume continues an interrupted run; "+
 			"see it with evalrun report %s, or run the suite again for a new run",
 			run.ID, run.Status, timeText(run.CompletedAt), run.ID)
 	}
@@ -146,7 +146,7 @@ func (c *runClaim) watch(ctx context.Context, poll time.Duration, cancel context
 			case err != nil:
 				// Storage trouble: the next tick tries again, and the
 				// claim outlives a few missed renewals.
-			case !ok && run.Status.Resumable():
+			case !ok && run.Resumable():
 				cancel(errTakenOver)
 				return
 			case run.Status == evalrun.RunCanceled:

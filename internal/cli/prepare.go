@@ -54,7 +54,7 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		if p.record, err = store.GetRun(ctx, f.resume); err != nil {
 			return nil, notFound(err, "run "+f.resume, "evalrun runs list shows the runs")
 		}
-		if !p.record.Status.Resumable() {
+		if !p.record.Resumable() {
 			return nil, refuseResume(p.record, st.Now())
 		}
 		if p.suite, err = suite.FromRunConfig(p.record.Config, opts); err != nil {
