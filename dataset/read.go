@@ -383,13 +383,20 @@ func assignIDs(recs []record, file string) ([]*evalrun.Item, error) {
 		given[r.item.ID] = r.line
 	}
 	used := make(map[string]bool, len(recs))
+	// next is the suffix the next repeat of a content tries first: the
+	// repeats before it hold -2 … -(next-1), so probing from -2 again
+	// would make n repeats cost n² tries.
+	next := map[string]int{}
 	items := make([]*evalrun.Item, len(recs))
 	for i, r := range recs {
 		if !r.givenID {
 			base := DeriveID(r.item)
-			id := base
-			for n := 2; used[id] || given[id] != 0; n++ {
-				id = fmt.Sprintf("%s-%d", base, n)
+			id, n := base, max(next[base], 2)
+			if used[id] || given[id] != 0 {
+				for id = fmt.Sprintf("%s-%d", base, n); used[id] || given[id] != 0; n++ {
+					id = fmt.Sprintf("%s-%d", base, n+1)
+				}
+				next[base] = n + 1
 			}
 			r.item.ID = id
 		}

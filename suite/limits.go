@@ -32,13 +32,14 @@ const (
 // duplicate mapping keys, which YAML forbids and which would otherwise be
 // taken silently (the first or the last, depending on the reader).
 type treeCheck struct {
-	ps     *problems
-	nodes  int
-	onPath map[*yaml.Node]bool // the nodes being walked: an alias to one is a cycle
-	seen   map[*yaml.Node]bool // mappings whose keys were checked
-	alias  *yaml.Node          // the outermost alias being expanded, nil when none
-	at     string              // its key path
-	failed bool                // a limit was hit: the walk stopped
+	ps      *problems
+	nodes   int
+	onPath  map[*yaml.Node]bool // the nodes being walked: an alias to one is a cycle
+	seen    map[*yaml.Node]bool // mappings whose keys were checked
+	alias   *yaml.Node          // the outermost alias being expanded, nil when none
+	at      string              // its key path
+	failed  bool                // a limit was hit: the walk stopped
+	aliased bool                // an alias was followed: the hint may blame aliases
 }
 
 // checkTree records the problems of the document rooted at root in ps
@@ -59,8 +60,13 @@ func (c *treeCheck) walk(n *yaml.Node, path string, depth int) {
 		if c.alias != nil {
 			at, atPath = c.alias, c.at
 		}
-		c.ps.at(at, atPath, "write the values out, or use fewer aliases",
-			"the suite expands to more than %d YAML nodes with its aliases followed (limit %d)", MaxNodes, MaxNodes)
+		if c.aliased {
+			c.ps.at(at, atPath, "write the values out, or use fewer aliases",
+				"the suite expands to more than %d YAML nodes with its aliases followed (limit %d)", MaxNodes, MaxNodes)
+		} else {
+			c.ps.at(at, atPath, "a suite is configuration: put data in the dataset file",
+				"the suite has more than %d YAML nodes (limit %d)", MaxNodes, MaxNodes)
+		}
 		c.failed = true
 		return
 	case depth > MaxDepth:
@@ -76,6 +82,7 @@ func (c *treeCheck) walk(n *yaml.Node, path string, depth int) {
 			c.failed = true
 			return
 		}
+		c.aliased = true
 		outer := c.alias == nil
 		if outer {
 			c.alias, c.at = n, path

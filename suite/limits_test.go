@@ -37,6 +37,8 @@ func TestHostileSuites(t *testing.T) {
 			`suite.yaml:2:6: a.b: alias *m refers to a node that contains the alias (a cycle) (an alias may repeat a node defined before it, not one that contains it)`}},
 		{"billion laughs", laughs(9), []string{
 			`suite.yaml:6:25: l5[3]: the suite expands to more than 100000 YAML nodes with its aliases followed (limit 100000) (write the values out, or use fewer aliases)`}},
+		{"many nodes, no alias", minimal + "x: [" + strings.TrimSuffix(strings.Repeat("1, ", suite.MaxNodes), ", ") + "]\n", []string{
+			`suite.yaml:5:299963: x[99986]: the suite has more than 100000 YAML nodes (limit 100000) (a suite is configuration: put data in the dataset file)`}},
 		{"too deep", deep, []string{
 			fmt.Sprintf(`suite.yaml:1:%d: %s: nested deeper than 64 levels (limit 64, aliases followed) (flatten the structure)`, 3+suite.MaxDepth, deepPath)}},
 		{"duplicate section", minimal + "target: {kind: http}\n", []string{
