@@ -269,9 +269,14 @@ func (r *runner) finish(parent, ctx context.Context, w *resultWriter) *evalrun.S
 
 	rec.Status = s.Status
 	rec.Succeeded, rec.Failed, rec.Skipped = s.Succeeded, s.Failed, s.Skipped
-	rec.PersistErrors += s.PersistErrors
+	// A resume re-executes every execution without a stored result, so
+	// results an earlier session could not store are healed, not lost: the
+	// record counts this session's, and an earlier session's error (a
+	// cancel, a refusing store) does not outlive a run that now ends well.
+	rec.PersistErrors = s.PersistErrors
 	rec.Concurrency = s.Concurrency
 	rec.CompletedAt = s.CompletedAt
+	rec.Error = ""
 	if s.Err != nil {
 		rec.Error = s.Err.Error()
 	}

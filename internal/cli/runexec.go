@@ -119,6 +119,7 @@ func (st *State) storeFailedNow(prog *progress, err error) {
 // the results held in memory, or nowhere (lost) when none was asked for or
 // results were not retained.
 func (st *State) whereResultsAre(sum *evalrun.Summary, files []reportFile, writeErr error, resumed bool) {
+	defer fmt.Fprintf(st.Stderr, "once the database takes writes again, evalrun run --resume %s runs the items without a stored result\n", sum.RunID)
 	lost := sum.PersistErrors
 	if sum.Results == nil {
 		fmt.Fprintf(st.Stderr, "results: results are not retained (--no-retain or retain_results: false), so the %d the store refused are lost; the report covers only what it holds\n", lost)

@@ -122,3 +122,104 @@ execution: {concurrency: 1}
 		})
 	}
 }
+
+// A run its store stopped (failed, with items that never ran) is resumed
+// once the store takes results again: the resume executes exactly the
+// items without a stored result and the run ends completed. Here the
+// scores table is renamed away after the 5th answer (the store refuses
+// every result) and renamed back before the resume.
+func TestResumeAfterTheStoreRecovers(t *testing.T) {
+	b := setup(t)
+	path := strings.TrimPrefix(b.db, "sqlite:")
+	exec := func(q string) {
+		t.Helper()
+		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+		if err == nil {
+			_, err = db.Exec(q)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	var mu sync.Mutex
+	n, broken := 0, true
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ ID, Input string }
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		n++
+		k, hold := n, broken && n > 5
+		calls[body.ID]++
+		mu.Unlock()
+		if hold {
+			<-r.Context().Done()
+			return
+		}
+		if k == 5 {
+			exec(`ALTER TABLE scores RENAME TO scores_away`)
+		}
+		json.NewEncoder(w).Encode(map[string]string{"out": body.Input})
+	}))
+	defer srv.Close()
+	var data strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&data, `{"id": "q%d", "input": "x%d", "expected_output": "x%d"}`+"\n", i, i, i)
+	}
+	b.write("d.jsonl", data.String())
+	suite := b.write("suite.yaml", `name: storefail
+dataset: {name: d, file: d.jsonl}
+target: {kind: http, url: `+srv.URL+`, output: out}
+scorers: [exact_match]
+execution: {concurrency: 1}
+`)
+	code, _, stderr := b.run("run", suite, "-q")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	id := strings.Fields(stderr)[1]
+	if !strings.Contains(stderr, "evalrun run --resume "+id+" runs the items without a stored result") {
+		t.Errorf("the way on (a resume) is not said:\n%s", stderr)
+	}
+
+	exec(`ALTER TABLE scores_away RENAME TO scores`)
+	stored := -1
+	if db, err := sql.Open("sqlite", path); err == nil {
+		err = db.QueryRow(`SELECT count(*) FROM results WHERE run_id = ?`, id).Scan(&stored)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	broken = false
+	clear(calls)
+	mu.Unlock()
+	code, _, stderr = b.run("run", "--resume", id, "-q")
+	if code != ExitOK {
+		t.Fatalf("resume: exit %d, want 0\n%s", code, stderr)
+	}
+	code, stdout, stderr := b.run("runs", "show", id, "--json")
+	if code != ExitOK {
+		t.Fatalf("runs show: exit %d\n%s", code, stderr)
+	}
+	var run evalrun.Run
+	if err := json.Unmarshal([]byte(stdout), &run); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != evalrun.RunCompleted || run.Succeeded != 20 || run.Skipped != 0 {
+		t.Fatalf("resumed run: %s, %d succeeded, %d skipped; want completed, 20, 0", run.Status, run.Succeeded, run.Skipped)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The stored results were not run again; each missing item ran once.
+	for id, c := range calls {
+		if c != 1 {
+			t.Errorf("item %s was requested %d times by the resume", id, c)
+		}
+	}
+	if stored < 0 || len(calls) != 20-stored {
+		t.Errorf("the resume requested %d items, want the %d without a stored result", len(calls), 20-stored)
+	}
+}
