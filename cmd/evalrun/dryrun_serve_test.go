@@ -120,9 +120,9 @@ func TestDryRun(t *testing.T) {
 		"requests: 6 target + 6 llm_judge (1 scorer) = 12, before retries",
 		"embedding requests: at most 9 (embedding_similarity, 1 scorer",
 		fmt.Sprintf("tokens (estimated offline, o200k_base encoding): input %d; output %d (from expected outputs for 3 items)", in, out),
-		"estimated cost: "+report.FormatUSD(cost),
+		"estimated cost: " + report.FormatUSD(cost),
 		fmt.Sprintf("judge llm_judge tokens (estimated offline, o200k_base encoding): input %d (from the expected outputs as the graded outputs); output at most 180 (max_tokens 30)", judgeIn),
-		"judge llm_judge estimated cost: at most "+report.FormatUSD(judgeCost),
+		"judge llm_judge estimated cost: at most " + report.FormatUSD(judgeCost),
 		"embedding calls are not estimated",
 	} {
 		if !strings.Contains(r.stdout, want) {
