@@ -53,17 +53,7 @@ func TestStoreRefusingResultsStopsTheRun(t *testing.T) {
 				json.NewEncoder(w).Encode(map[string]string{"out": body.Input})
 			}))
 			defer srv.Close()
-			var data strings.Builder
-			for i := range 50 {
-				fmt.Fprintf(&data, `{"id": "q%d", "input": "x%d", "expected_output": "x%d"}`+"\n", i, i, i)
-			}
-			b.write("d.jsonl", data.String())
-			suite := b.write("suite.yaml", `name: storefail
-dataset: {name: d, file: d.jsonl}
-target: {kind: http, url: `+srv.URL+`, output: out}
-scorers: [exact_match]
-execution: {concurrency: 1}
-`)
+			suite := storefailSuite(b, srv.URL, 50)
 			report := filepath.Join(b.dir, "out", "r.json")
 			args := []string{"run", suite, "-q", "-o", report}
 			if noRetain {
@@ -163,17 +153,7 @@ func TestResumeAfterTheStoreRecovers(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]string{"out": body.Input})
 	}))
 	defer srv.Close()
-	var data strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&data, `{"id": "q%d", "input": "x%d", "expected_output": "x%d"}`+"\n", i, i, i)
-	}
-	b.write("d.jsonl", data.String())
-	suite := b.write("suite.yaml", `name: storefail
-dataset: {name: d, file: d.jsonl}
-target: {kind: http, url: `+srv.URL+`, output: out}
-scorers: [exact_match]
-execution: {concurrency: 1}
-`)
+	suite := storefailSuite(b, srv.URL, 20)
 	code, _, stderr := b.run("run", suite, "-q")
 	if code != ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s", code, stderr)
@@ -222,4 +202,20 @@ execution: {concurrency: 1}
 	if stored < 0 || len(calls) != 20-stored {
 		t.Errorf("the resume requested %d items, want the %d without a stored result", len(calls), 20-stored)
 	}
+}
+
+// storefailSuite writes n items and a suite running them one at a time
+// against the http target at url, and returns the suite's path.
+func storefailSuite(b *bundle, url string, n int) string {
+	var data strings.Builder
+	for i := range n {
+		fmt.Fprintf(&data, `{"id": "q%d", "input": "x%d", "expected_output": "x%d"}`+"\n", i, i, i)
+	}
+	b.write("d.jsonl", data.String())
+	return b.write("suite.yaml", `name: storefail
+dataset: {name: d, file: d.jsonl}
+target: {kind: http, url: `+url+`, output: out}
+scorers: [exact_match]
+execution: {concurrency: 1}
+`)
 }
