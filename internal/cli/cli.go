@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -95,6 +97,12 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 	root := st.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if outputGone(err) {
+		// Standard output's reader went away (evalrun runs list | head -1):
+		// what was asked for was read as far as it was wanted, so this is
+		// not a failure, and nobody is left to tell.
+		err = nil
+	}
 	if err != nil && !st.ran {
 		err = usageError(err)
 	}
@@ -115,6 +123,15 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 		}
 	}
 	return code
+}
+
+// outputGone reports whether err is only a write to standard output or
+// error whose reader went away (EPIPE; cmd/evalrun ignores SIGPIPE). A
+// broken pipe anywhere else (a database connection) is a real error.
+func outputGone(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && (pe.Path == "/dev/stdout" || pe.Path == "/dev/stderr") &&
+		errors.Is(pe.Err, syscall.EPIPE)
 }
 
 // rootCommand builds the command tree.

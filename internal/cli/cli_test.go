@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +184,50 @@ func TestDatasetCommands(t *testing.T) {
 	_, out, _ = b.run("dataset", "export", "d", "--version", "1")
 	if out != strings.ReplaceAll(strings.ReplaceAll(data3, ": ", ":"), ", ", ",") {
 		t.Errorf("export:\n%s\nwant the file compacted:\n%s", out, data3)
+	}
+}
+
+// closedPipe is a standard output whose reader went away: every write
+// fails with EPIPE (SIGPIPE is ignored by cmd/evalrun).
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+}
+
+// A listing piped into a reader that stops early (evalrun runs list |
+// head -1) is not a failure: exit 0, no "broken pipe" message.
+func TestClosedStdoutIsNotAFailure(t *testing.T) {
+	b := setup(t)
+	b.write("d.jsonl", data3)
+	if code, _, stderr := b.run("dataset", "import", "d", filepath.Join(b.dir, "d.jsonl")); code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, stderr)
+	}
+	for _, args := range [][]string{{"dataset", "list"}, {"dataset", "show", "d", "--json"}, {"runs", "list"}} {
+		code, _, stderr := b.main(context.Background(), func(st *State) { st.Stdout = closedPipe{} }, args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("%v into a closed pipe: exit %d, stderr %q; want 0 and nothing", args, code, stderr)
+		}
+	}
+}
+
+// Only standard output or error going away is forgiven: a broken pipe to
+// a database or a target is a real error.
+func TestOutputGone(t *testing.T) {
+	stdout := &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{stdout, true},
+		{fmt.Errorf("list runs: %w", stdout), true},
+		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}, false},
+		{&os.PathError{Op: "write", Path: "/tmp/report.json", Err: syscall.EPIPE}, false},
+		{&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, false},
+	} {
+		if got := outputGone(tc.err); got != tc.want {
+			t.Errorf("outputGone(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
