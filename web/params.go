@@ -41,17 +41,9 @@ var (
 	compareParams = []string{"a", "b"}
 )
 
-// invalidError is a bad-request error whose message is for people: it is
+// invalidf is a bad-request error whose message is for people: it is
 // [evalrun.ErrInvalid] (a 400, exit code 2) without saying "invalid".
-type invalidError struct{ err error }
-
-func (e *invalidError) Error() string   { return e.err.Error() }
-func (e *invalidError) Unwrap() []error { return []error{e.err, evalrun.ErrInvalid} }
-
-// invalidf formats an [invalidError] (%w wraps as in fmt.Errorf).
-func invalidf(format string, args ...any) error {
-	return &invalidError{fmt.Errorf(format, args...)}
-}
+var invalidf = evalrun.Invalidf
 
 // badParam is the error of a parameter's value: what it is, what it should
 // be.
