@@ -40,6 +40,13 @@ type Item struct {
 	// Metadata holds everything else; "tags" (a string or a list of
 	// strings) defines cohorts in reports.
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// ToolMocks answer an agent's tool calls on this item (see [ToolMock]
+	// and [Item.MockFor]); nil when the item mocks nothing.
+	ToolMocks []ToolMock `json:"tool_mocks,omitempty"`
+	// ExpectedTrajectory is the tool calls the agent should make, for the
+	// trajectory scorer. nil means absent; an empty non-nil list means "no
+	// call" and is kept apart by every store.
+	ExpectedTrajectory []ExpectedCall `json:"expected_trajectory,omitempty"`
 }
 
 // Tags returns the item's metadata.tags as a list: a string tag becomes a

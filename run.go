@@ -117,14 +117,17 @@ type ItemResult struct {
 	Error     string          `json:"error,omitempty"`
 	ErrorKind ErrorKind       `json:"error_kind,omitempty"`
 	// Attempts is the number of target calls made; RetryCount = Attempts-1.
-	Attempts    int           `json:"attempts"`
-	RetryCount  int           `json:"retry_count"`
-	Latency     time.Duration `json:"latency_ns"`
-	Usage       Usage         `json:"usage"`
-	TraceID     string        `json:"trace_id,omitempty"`
-	CacheHit    bool          `json:"cache_hit,omitempty"`
-	StartedAt   time.Time     `json:"started_at"`
-	CompletedAt time.Time     `json:"completed_at"`
+	Attempts   int           `json:"attempts"`
+	RetryCount int           `json:"retry_count"`
+	Latency    time.Duration `json:"latency_ns"`
+	Usage      Usage         `json:"usage"`
+	TraceID    string        `json:"trace_id,omitempty"`
+	// Trajectory is the agent's tool calls and turns (see [Trajectory]);
+	// nil when the target recorded none or failed.
+	Trajectory  *Trajectory `json:"trajectory,omitempty"`
+	CacheHit    bool        `json:"cache_hit,omitempty"`
+	StartedAt   time.Time   `json:"started_at"`
+	CompletedAt time.Time   `json:"completed_at"`
 	// Scores are in the order of the run's scorers. Empty when the target
 	// failed (nothing to score).
 	Scores []ScorerResult `json:"scores,omitempty"`

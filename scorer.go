@@ -41,6 +41,9 @@ type ScoreInput struct {
 	Item *Item
 	// Output is the target's output as raw JSON.
 	Output json.RawMessage
+	// Trajectory is what an agent did to produce Output; nil when the
+	// target is not an agent.
+	Trajectory *Trajectory
 }
 
 // Score is a scorer's verdict on one output.

@@ -40,6 +40,9 @@ type Output struct {
 	Usage Usage
 	// TraceID links the result to a trace in the target's own system.
 	TraceID string
+	// Trajectory is what an agent did (its tool calls and model turns);
+	// nil for a target that is not an agent.
+	Trajectory *Trajectory
 }
 
 // Usage counts what a call consumed. A nil field means "not reported",

@@ -37,20 +37,31 @@ func Key(ns string, parts ...[]byte) string {
 	return ns + ":" + hex.EncodeToString(h.Sum(nil))
 }
 
-// TargetKey is the key of a target's answer to input at a repeat index.
-// config identifies the target's effective configuration.
-func TargetKey(config string, input json.RawMessage, repeat int) string {
-	in := []byte(input)
-	if c, err := evalrun.Canonical(input); err == nil {
+// TargetKey is the key of a target's answer to an item's input at a repeat
+// index. config identifies the target's effective configuration. The
+// item's tool mocks are part of the key when it has any: they are what an
+// agent's tools answer, so a changed mock is a changed answer.
+func TargetKey(config string, item *evalrun.Item, repeat int) string {
+	in := []byte(item.Input)
+	if c, err := evalrun.Canonical(item.Input); err == nil {
 		in = c
 	}
-	return Key("target", []byte(config), in, []byte(strconv.Itoa(repeat)))
+	if len(item.ToolMocks) == 0 {
+		return Key("target", []byte(config), in, []byte(strconv.Itoa(repeat)))
+	}
+	mocks, _ := json.Marshal(item.ToolMocks)
+	if c, err := evalrun.Canonical(mocks); err == nil {
+		mocks = c
+	}
+	return Key("target", []byte(config), in, []byte(strconv.Itoa(repeat)), mocks)
 }
 
 // Entry is a cached target output.
 type Entry struct {
 	Output  json.RawMessage `json:"output"`
 	TraceID string          `json:"trace_id,omitempty"`
+	// Trajectory is an agent's trajectory, replayed with the output.
+	Trajectory *evalrun.Trajectory `json:"trajectory,omitempty"`
 }
 
 // ChatModel wraps model so that its successful replies are kept in c under

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -67,16 +68,32 @@ func TestCachedChatModel(t *testing.T) {
 	}
 }
 
+func TestKeyOfMocksIgnoresSpacing(t *testing.T) {
+	mock := func(args string) *evalrun.Item {
+		return &evalrun.Item{Input: evalrun.String("in"),
+			ToolMocks: []evalrun.ToolMock{{Name: "t", Args: json.RawMessage(args), Output: evalrun.String("x")}}}
+	}
+	if cache.TargetKey("c", mock(`{"a":1,"b":2}`), 0) != cache.TargetKey("c", mock(`{ "b": 2, "a": 1 }`), 0) {
+		t.Fatal("the same mock in other key order changed the key")
+	}
+	if cache.TargetKey("c", mock(`{"a":1}`), 0) == cache.TargetKey("c", mock(`{"a":2}`), 0) {
+		t.Fatal("mocks of other arguments share a key")
+	}
+}
+
 func TestKeysDiffer(t *testing.T) {
-	a := cache.TargetKey("cfg", evalrun.String("in"), 0)
-	if a != cache.TargetKey("cfg", []byte(` "in" `), 0) {
+	a := cache.TargetKey("cfg", &evalrun.Item{Input: evalrun.String("in")}, 0)
+	if a != cache.TargetKey("cfg", &evalrun.Item{Input: []byte(` "in" `)}, 0) {
 		t.Fatal("the same input in other spacing changed the key")
 	}
 	for _, other := range []string{
-		cache.TargetKey("cfg", evalrun.String("in"), 1),
-		cache.TargetKey("cfg2", evalrun.String("in"), 0),
-		cache.TargetKey("cfg", evalrun.String("in2"), 0),
+		cache.TargetKey("cfg", &evalrun.Item{Input: evalrun.String("in")}, 1),
+		cache.TargetKey("cfg2", &evalrun.Item{Input: evalrun.String("in")}, 0),
+		cache.TargetKey("cfg", &evalrun.Item{Input: evalrun.String("in2")}, 0),
 		cache.Key("target", []byte("cf"), []byte("g")),
+		// A changed mock is a changed answer of an agent.
+		cache.TargetKey("cfg", &evalrun.Item{Input: evalrun.String("in"),
+			ToolMocks: []evalrun.ToolMock{{Name: "t", Output: evalrun.String("x")}}}, 0),
 	} {
 		if other == a {
 			t.Fatalf("key collision: %s", a)

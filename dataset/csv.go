@@ -60,7 +60,7 @@ func parseCSV(w *window, file string) ([]record, error) {
 			return nil, errorf(file, 1, "duplicate column %q", h)
 		}
 		switch h {
-		case "id", "input", "expected_output", "tags", "metadata":
+		case "id", "input", "expected_output", "tags", "metadata", "tool_mocks", "expected_trajectory":
 		default:
 			if s := suggest.Key(h, knownKeys); s != "" {
 				return nil, errorf(file, 1, `unknown column %q (did you mean %q? other columns go to metadata: rename it if it is one)`, h, s)
@@ -72,7 +72,7 @@ func parseCSV(w *window, file string) ([]record, error) {
 		return nil, errorf(file, 1, `missing column "input"`)
 	}
 	if _, ok := col["metadata"]; ok {
-		return nil, errorf(file, 1, `column "metadata" is not allowed: every column other than id, input, expected_output and tags is metadata`)
+		return nil, errorf(file, 1, `column "metadata" is not allowed: every column other than id, input, expected_output, tags, tool_mocks and expected_trajectory is metadata`)
 	}
 	var recs []record
 	for {
@@ -108,6 +108,23 @@ func parseCSV(w *window, file string) ([]record, error) {
 					if err := checkDepth(rec.item.Expected); err != nil {
 						return nil, errorf(file, line, `"expected_output": %v`, err)
 					}
+				}
+			case "tool_mocks", "expected_trajectory":
+				// A JSON list in the cell, as in a JSONL line.
+				if strings.TrimSpace(cell) == "" {
+					continue
+				}
+				if err := checkDepth([]byte(cell)); err != nil {
+					return nil, errorf(file, line, "%q: %v", name, err)
+				}
+				var err error
+				if name == "tool_mocks" {
+					rec.item.ToolMocks, err = parseToolMocks(json.RawMessage(cell))
+				} else {
+					rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(json.RawMessage(cell))
+				}
+				if err != nil {
+					return nil, errorf(file, line, "%v", err)
 				}
 			case "tags":
 				var tags []any

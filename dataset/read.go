@@ -146,7 +146,7 @@ type record struct {
 }
 
 // The top-level keys of an item.
-var knownKeys = []string{"id", "input", "expected_output", "metadata"}
+var knownKeys = []string{"id", "input", "expected_output", "metadata", "tool_mocks", "expected_trajectory"}
 
 // parseObject turns one JSON object into an item.
 func parseObject(raw []byte, file string, line int) (record, error) {
@@ -200,6 +200,14 @@ func parseObject(raw []byte, file string, line int) (record, error) {
 			}
 			if err := json.Unmarshal(val, &rec.item.Metadata); err != nil {
 				return record{}, errorf(file, line, `"metadata" must be a JSON object, got %s`, kindOf(val))
+			}
+		case "tool_mocks":
+			if rec.item.ToolMocks, err = parseToolMocks(val); err != nil {
+				return record{}, errorf(file, line, "%v", err)
+			}
+		case "expected_trajectory":
+			if rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(val); err != nil {
+				return record{}, errorf(file, line, "%v", err)
 			}
 		default:
 			return record{}, errorf(file, line, "%s", unknownKey(key))

@@ -169,7 +169,8 @@ func hashItems(items []*evalrun.Item) ([][]byte, error) {
 }
 
 // Hash returns the content hash of an item (16 bytes of SHA-256 over its
-// input, expected output and metadata, byte-exact): two items with the same
+// input, expected output, metadata, tool mocks and expected trajectory,
+// byte-exact): two items with the same
 // hash have the same content. The id is not part of it. It fails when the
 // metadata cannot be marshalled to JSON (wrapping [evalrun.ErrInvalid]).
 func Hash(it *evalrun.Item) ([]byte, error) {
@@ -191,6 +192,18 @@ func Hash(it *evalrun.Item) ([]byte, error) {
 	part(it.Input, true)
 	part(it.Expected, it.Expected != nil)
 	part(meta, meta != nil)
+	// The agent keys join the hash only when present, so that an item
+	// without them keeps the hash it had before they existed (an upgrade
+	// does not make every stored item "changed").
+	mocks, expected, err := MarshalAgent(it)
+	if err != nil {
+		return nil, err
+	}
+	if mocks != nil || expected != nil {
+		h.Write([]byte("agent"))
+		part(mocks, mocks != nil)
+		part(expected, expected != nil)
+	}
 	return h.Sum(nil)[:16], nil
 }
 

@@ -166,6 +166,10 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	}
 	res.Output = out.Value
 	res.TraceID = out.TraceID
+	// The trajectory is the successful attempt's alone: a retried agent
+	// starts its conversation again, so earlier attempts' calls are not
+	// part of the answer scored.
+	res.Trajectory = out.Trajectory
 	if p.opts.Cache != nil {
 		p.toCache(ctx, item, repeat, out)
 	}
@@ -180,9 +184,9 @@ func (p *Pipeline) scoreResult(ctx context.Context, res *evalrun.ItemResult, ite
 	if len(p.scorers) == 0 {
 		return res
 	}
-	scores, cut := p.score(ctx, item, res.Output)
+	scores, cut := p.score(ctx, item, res.Output, res.Trajectory)
 	if cut {
-		res.Output, res.CacheHit = nil, false
+		res.Output, res.Trajectory, res.CacheHit = nil, nil, false
 		res.Error, res.ErrorKind = "canceled while scoring: "+context.Cause(ctx).Error(), evalrun.ErrorCanceled
 		return res
 	}
@@ -192,7 +196,7 @@ func (p *Pipeline) scoreResult(ctx context.Context, res *evalrun.ItemResult, ite
 
 // fromCache fills res from the response cache and reports a hit.
 func (p *Pipeline) fromCache(ctx context.Context, res *evalrun.ItemResult, item *evalrun.Item) bool {
-	b, ok, err := p.opts.Cache.GetCached(ctx, cache.TargetKey(p.opts.CacheKey, item.Input, res.Repeat))
+	b, ok, err := p.opts.Cache.GetCached(ctx, cache.TargetKey(p.opts.CacheKey, item, res.Repeat))
 	if err != nil {
 		p.opts.Logger.Warn("response cache lookup failed; calling the target", "item", item.ID, "err", err)
 		return false
@@ -201,7 +205,7 @@ func (p *Pipeline) fromCache(ctx context.Context, res *evalrun.ItemResult, item 
 	if !ok || json.Unmarshal(b, &e) != nil || len(e.Output) == 0 {
 		return false
 	}
-	res.Output, res.TraceID, res.CacheHit = e.Output, e.TraceID, true
+	res.Output, res.TraceID, res.Trajectory, res.CacheHit = e.Output, e.TraceID, e.Trajectory, true
 	res.CompletedAt = p.opts.Clock.Now()
 	res.Latency = res.CompletedAt.Sub(res.StartedAt)
 	return true
@@ -209,9 +213,9 @@ func (p *Pipeline) fromCache(ctx context.Context, res *evalrun.ItemResult, item 
 
 // toCache stores a successful output; a failure to store is only logged.
 func (p *Pipeline) toCache(ctx context.Context, item *evalrun.Item, repeat int, out evalrun.Output) {
-	b, err := json.Marshal(cache.Entry{Output: out.Value, TraceID: out.TraceID})
+	b, err := json.Marshal(cache.Entry{Output: out.Value, TraceID: out.TraceID, Trajectory: out.Trajectory})
 	if err == nil {
-		err = p.opts.Cache.PutCached(context.WithoutCancel(ctx), cache.TargetKey(p.opts.CacheKey, item.Input, repeat), b, p.opts.CacheTTL)
+		err = p.opts.Cache.PutCached(context.WithoutCancel(ctx), cache.TargetKey(p.opts.CacheKey, item, repeat), b, p.opts.CacheTTL)
 	}
 	if err != nil {
 		p.opts.Logger.Warn("response cache store failed", "item", item.ID, "err", err)
@@ -274,7 +278,7 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 // score runs every scorer in its own goroutine and waits for all of them,
 // or for ctx (and ItemTimeout) to end. cut reports that the run's ctx was
 // cancelled before every scorer finished.
-func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte) (scores []evalrun.ScorerResult, cut bool) {
+func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte, traj *evalrun.Trajectory) (scores []evalrun.ScorerResult, cut bool) {
 	sctx := ctx
 	if p.opts.ItemTimeout > 0 {
 		var cancel context.CancelFunc
@@ -285,7 +289,7 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte)
 		i int
 		r evalrun.ScorerResult
 	}
-	in := evalrun.ScoreInput{Item: item, Output: output}
+	in := evalrun.ScoreInput{Item: item, Output: output, Trajectory: traj}
 	done := make(chan indexed, len(p.scorers))
 	for i := range p.scorers {
 		go func() { done <- indexed{i, p.scoreOne(sctx, i, in)} }()
