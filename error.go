@@ -66,7 +66,11 @@ type Error struct {
 	// Usage is what the failed attempt consumed, when known, so a report's
 	// usage includes spend on failures.
 	Usage Usage
-	Err   error
+	// Trajectory is what an agent did before it failed (the calls up to a
+	// tool no mock answers, the turns past max_steps), so that the failed
+	// item's result shows it; nil otherwise.
+	Trajectory *Trajectory
+	Err        error
 }
 
 // Error returns the message of the wrapped error, prefixed by the HTTP
@@ -142,4 +146,13 @@ func UsageOf(err error) Usage {
 		return e.Usage
 	}
 	return Usage{}
+}
+
+// TrajectoryOf returns the trajectory carried by err (see [Error]), or nil.
+func TrajectoryOf(err error) *Trajectory {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Trajectory
+	}
+	return nil
 }

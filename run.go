@@ -123,7 +123,8 @@ type ItemResult struct {
 	Usage      Usage         `json:"usage"`
 	TraceID    string        `json:"trace_id,omitempty"`
 	// Trajectory is the agent's tool calls and turns (see [Trajectory]);
-	// nil when the target recorded none or failed.
+	// nil when the target recorded none. A failed item keeps the trajectory
+	// of its last attempt when the target's error carried one.
 	Trajectory  *Trajectory `json:"trajectory,omitempty"`
 	CacheHit    bool        `json:"cache_hit,omitempty"`
 	StartedAt   time.Time   `json:"started_at"`

@@ -129,9 +129,14 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 	}
 
 	var out evalrun.Output
+	var failedTrajectory *evalrun.Trajectory
 	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, _ int) error {
 		o, err := p.attempt(actx, item)
 		if err != nil {
+			// The last failed attempt's trajectory (an agent that looped
+			// past max_steps, a call no mock answers) is the one a failed
+			// item shows.
+			failedTrajectory = evalrun.TrajectoryOf(err)
 			// A failed attempt's spend still counts.
 			if u := evalrun.UsageOf(err); !u.IsZero() {
 				res.Usage.Add(u)
@@ -161,6 +166,9 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 			res.ErrorKind = evalrun.ErrorTimeout
 		default:
 			res.Error, res.ErrorKind = err.Error(), evalrun.KindOf(err)
+		}
+		if res.ErrorKind != evalrun.ErrorCanceled {
+			res.Trajectory = failedTrajectory
 		}
 		return res
 	}
