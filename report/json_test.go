@@ -17,7 +17,14 @@ const schemaPath = "../docs/report.schema.json"
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	return compileSchemaFile(t, schemaPath)
+}
+
+// compileSchemaFile compiles the JSON Schema at path (the current one, or
+// an older version kept in testdata/).
+func compileSchemaFile(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
