@@ -508,3 +508,70 @@ func TestVersion2SchemaKept(t *testing.T) {
 		t.Error("testdata/report.v2.schema.json is not the version 2 schema")
 	}
 }
+
+// TestCompareAgentCounts: a regressed agent item carries its tool calls and
+// steps on both sides, from reports and from the store alike; a plain item
+// carries none.
+func TestCompareAgentCounts(t *testing.T) {
+	a, b := agentResults(), agentResults()
+	// In B, a2 (passed in A) loops: five calls in six steps, and fails
+	// the scorer; plain regresses too.
+	b[1].Trajectory = &evalrun.Trajectory{Steps: 6, Calls: make([]evalrun.ToolCall, 5)}
+	b[1].Scores = []evalrun.ScorerResult{score("called", 0, 0.5)}
+	b[3].Scores = []evalrun.ScorerResult{score("called", 0, 0.5)}
+	runB := agentRun()
+	runB.ID = "b"
+	fromReports, err := Compare(Build(agentRun(), a), Build(runB, b), CompareOptions{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &twoRunStore{runs: map[string]*fakeStore{
+		"a": {run: agentRun(), results: a}, "b": {run: runB, results: b}}}
+	store.runs["a"].run.ID = "a"
+	fromStore, err := CompareStore(context.Background(), store, "a", "b", CompareOptions{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*Comparison{"reports": fromReports, "store": fromStore} {
+		if c.SchemaVersion != 3 || len(c.Regressed) != 2 {
+			t.Fatalf("%s: version %d, regressed %+v", name, c.SchemaVersion, c.Regressed)
+		}
+		var buf bytes.Buffer
+		WriteComparisonJSON(&buf, c)
+		var got struct {
+			Regressed []map[string]any `json:"regressed"`
+		}
+		json.Unmarshal(buf.Bytes(), &got)
+		a2, plain := got.Regressed[0], got.Regressed[1]
+		if a2["item_id"] != "a2" || a2["calls_a"] != 0.0 || a2["calls_b"] != 5.0 || a2["steps_a"] != 1.0 || a2["steps_b"] != 6.0 {
+			t.Errorf("%s: regressed a2 = %v", name, a2)
+		}
+		for _, k := range []string{"calls_a", "calls_b", "steps_a", "steps_b"} {
+			if _, ok := plain[k]; ok {
+				t.Errorf("%s: the plain item has %s", name, k)
+			}
+		}
+		buf.Reset()
+		WriteComparisonMarkdown(&buf, c, MarkdownOptions{})
+		if !strings.Contains(buf.String(), "| a2 | called | 1.000 | 0.000 | tool calls 0 → 5; steps 1 → 6 |") {
+			t.Errorf("%s: Markdown lacks the agent note:\n%s", name, buf.String())
+		}
+	}
+}
+
+// twoRunStore serves several runs, for CompareStore.
+type twoRunStore struct {
+	evalrun.RunStore
+	runs map[string]*fakeStore
+}
+
+func (s *twoRunStore) GetRun(ctx context.Context, id string) (*evalrun.Run, error) {
+	if r, ok := s.runs[id]; ok {
+		return r.GetRun(ctx, id)
+	}
+	return nil, evalrun.ErrNotFound
+}
+
+func (s *twoRunStore) ScanResults(ctx context.Context, id string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
+	return s.runs[id].ScanResults(ctx, id, q, fn)
+}

@@ -25,7 +25,9 @@ const MinSchemaVersion = 1
 // CompareSchemaVersion is the version of the comparison JSON ([Comparison]).
 // Version 2 counts a pair whose target or scorer failed on one side as a
 // failure of that side and adds crashed_a/b, failed_a/b and warnings.
-const CompareSchemaVersion = 2
+// Version 3 adds the agent's tool calls and steps to each regressed or
+// improved item (calls_a/b, steps_a/b, present when recorded).
+const CompareSchemaVersion = 3
 
 // HistogramBuckets is the number of histogram buckets: ten of width 0.1
 // over [0,1], the last one closed ([0.9, 1.0]).
