@@ -172,11 +172,11 @@ func trajectoryText(steps int, calls []TrajectoryCall) string {
 			break
 		}
 		c := &calls[i]
-		fmt.Fprintf(&b, "\n%d. %s %s", i+1, truncate(c.Name, maxLabelBytes), truncate(evalrun.Text(c.Args), maxShownValue))
+		fmt.Fprintf(&b, "\n%d. %s %s", i+1, truncate(c.Name, maxLabelBytes), valueLine(c.Args))
 		if c.Error != nil {
 			fmt.Fprintf(&b, " → error: %s", truncate(*c.Error, maxShownValue))
 		} else if c.Output != nil {
-			fmt.Fprintf(&b, " → %s", truncate(evalrun.Text(c.Output), maxShownValue))
+			fmt.Fprintf(&b, " → %s", valueLine(c.Output))
 		}
 		if c.Mocked {
 			b.WriteString(" (mocked)")
@@ -186,6 +186,18 @@ func trajectoryText(steps int, calls []TrajectoryCall) string {
 		}
 	}
 	return b.String()
+}
+
+// valueLine shows a JSON value on one line of at most [maxShownValue]
+// runes: a string's text, other values compact. Of a large value only its
+// beginning is read (shown as written, its space collapsed), so that a
+// 100 MB output costs no more than a small one.
+func valueLine(v json.RawMessage) string {
+	const readAtMost = 16 * maxShownValue
+	if len(v) > readAtMost {
+		return truncate(string(bounded.Prefix(v, readAtMost)), maxShownValue)
+	}
+	return truncate(evalrun.Text(v), maxShownValue)
 }
 
 // agentDetails is what a failing JUnit test case adds about an agent item:

@@ -575,3 +575,36 @@ func (s *twoRunStore) GetRun(ctx context.Context, id string) (*evalrun.Run, erro
 func (s *twoRunStore) ScanResults(ctx context.Context, id string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
 	return s.runs[id].ScanResults(ctx, id, q, fn)
 }
+
+// TestAgentOddTrajectories: what a black-box agent or a damaged store might
+// hand over still gives a valid report: nil calls, negative steps, values
+// that are not JSON.
+func TestAgentOddTrajectories(t *testing.T) {
+	rs := []*evalrun.ItemResult{
+		{Index: 0, ItemID: "nil-calls", Output: evalrun.String("x"), Trajectory: &evalrun.Trajectory{Steps: -4}},
+		{Index: 1, ItemID: "not-json", Output: evalrun.String("x"), Trajectory: &evalrun.Trajectory{Calls: []evalrun.ToolCall{
+			{Name: "t", Args: json.RawMessage(`{"a":`), Output: json.RawMessage(`<html>`)},
+			{Name: "u"},
+		}}},
+	}
+	rep := Build(&evalrun.Run{ID: "odd", Status: evalrun.RunCompleted}, rs)
+	data := renderJSON(t, rep)
+	if err := validate(t, compileSchema(t), data); err != nil {
+		t.Fatalf("schema: %v\n%s", err, data)
+	}
+	if rep.Items[0].Trajectory == nil || len(rep.Items[0].Trajectory) != 0 || rep.Items[0].Steps != 0 {
+		t.Errorf("nil calls, steps -4: row %+v", rep.Items[0])
+	}
+	got := rep.Items[1].Trajectory
+	if string(got[0].Args) != `"{\"a\":"` || evalrun.Text(got[0].Output) != "<html>" || string(got[1].Args) != "{}" || got[1].Output != nil {
+		t.Errorf("values that are not JSON: %+v", got)
+	}
+	if a := rep.Agent; a.Items != 2 || a.MeanSteps != nil || a.ToolCalls != 2 {
+		t.Errorf("agent = %+v", a)
+	}
+	// A 1 MB output is shown by its beginning only.
+	big := json.RawMessage(`"` + strings.Repeat("B", 1<<20) + `"`)
+	if line := valueLine(big); len([]rune(line)) != maxShownValue || !strings.HasPrefix(line, `"BBB`) {
+		t.Errorf("valueLine of 1 MB: %d runes, %.20q", len([]rune(line)), line)
+	}
+}
