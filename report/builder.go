@@ -64,6 +64,7 @@ type Builder struct {
 
 	cacheHits int
 	reps      repeatAcc
+	agent     agentAcc
 }
 
 // repeatAcc counts, per item index, the item's results and, per scorer, how
@@ -246,6 +247,9 @@ func rowOf(r *evalrun.ItemResult, kinds kindSet) ItemRow {
 		ms := float64(r.Latency) / 1e6
 		row.LatencyMS = &ms
 	}
+	if t := r.Trajectory; t != nil {
+		row.Steps, row.Trajectory = max(t.Steps, 0), trajectoryRow(t)
+	}
 	for k := range r.Scores {
 		sr := &r.Scores[k]
 		is := ItemScore{Scorer: sr.Scorer, Score: sr.Score, Passed: sr.Score != nil && sr.Passed}
@@ -355,6 +359,9 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 	}
 	if r.CacheHit {
 		b.cacheHits++
+	}
+	if r.Trajectory != nil {
+		b.agent.add(r.Trajectory)
 	}
 	// A negative index (not made by the engine) cannot be reduced over
 	// repeats; it still counts everywhere else.
@@ -549,6 +556,7 @@ func (b *Builder) Report() *Report {
 	if b.adv != nil {
 		rep.Adversarial = b.adversarial()
 	}
+	rep.Agent = b.agent.summary()
 
 	rep.Items = b.items
 	if b.items != nil && !b.itemsSorted {

@@ -91,8 +91,8 @@ func TestBucket(t *testing.T) {
 func TestBuilderAggregates(t *testing.T) {
 	rep := fixtureReport(t)
 
-	if rep.SchemaVersion != 2 {
-		t.Errorf("schema_version = %d, want 2", rep.SchemaVersion)
+	if rep.SchemaVersion != 3 {
+		t.Errorf("schema_version = %d, want 3", rep.SchemaVersion)
 	}
 	run := rep.Run
 	if run.Total != 6 || run.Succeeded != 5 || run.Failed != 1 || run.Skipped != 0 || !run.CompletedWithErrors || run.PersistErrors != 1 {

@@ -171,6 +171,15 @@ type ItemChange struct {
 	PassedB bool     `json:"passed_b"`
 	// ErrorB says why B has no score, when it has none.
 	ErrorB *string `json:"error_b,omitempty"`
+	// CallsA and CallsB are the agent's number of tool calls in A, in B;
+	// nil (absent) where the result recorded no trajectory (comparison
+	// schema_version 3).
+	CallsA *int `json:"calls_a,omitempty"`
+	CallsB *int `json:"calls_b,omitempty"`
+	// StepsA and StepsB are the agent's model turns in A, in B; nil
+	// (absent) where not recorded (comparison schema_version 3).
+	StepsA *int `json:"steps_a,omitempty"`
+	StepsB *int `json:"steps_b,omitempty"`
 }
 
 type pairKey struct {
@@ -198,6 +207,35 @@ type cmpRow struct {
 	// verdicts is indexed like the side's names; shorter when a scorer
 	// first appeared after this row.
 	verdicts []cmpVerdict
+	// calls and steps are the agent's tool calls and model turns; calls
+	// is -1 when the result recorded no trajectory, steps 0 when unknown.
+	calls, steps int32
+}
+
+// agentCounts returns the calls and steps of a [cmpRow] for a trajectory of
+// steps and calls, -1 calls when there is none.
+func agentCounts(has bool, calls, steps int) (int32, int32) {
+	if !has {
+		return -1, 0
+	}
+	return int32(min(calls, 1<<31-1)), int32(min(max(steps, 0), 1<<31-1))
+}
+
+// callsPtr and stepsPtr give an [ItemChange]'s counts: nil when unknown.
+func (r *cmpRow) callsPtr() *int {
+	if r.calls < 0 {
+		return nil
+	}
+	n := int(r.calls)
+	return &n
+}
+
+func (r *cmpRow) stepsPtr() *int {
+	if r.steps <= 0 {
+		return nil
+	}
+	n := int(r.steps)
+	return &n
 }
 
 // cmpVerdict is one scorer's outcome on one result.
@@ -233,6 +271,11 @@ func (s *cmpSide) scorer(name string) int {
 // inputs and outputs are not retained.
 func (s *cmpSide) addResult(r *evalrun.ItemResult) {
 	row := cmpRow{id: resultID(r), repeat: r.Repeat, verdicts: make([]cmpVerdict, len(s.names))}
+	if t := r.Trajectory; t != nil {
+		row.calls, row.steps = agentCounts(true, len(t.Calls), t.Steps)
+	} else {
+		row.calls, row.steps = agentCounts(false, 0, 0)
+	}
 	if r.Failed() {
 		msg := r.Error
 		row.targetErr = &msg
@@ -262,6 +305,7 @@ func sideOfReport(r *Report) *cmpSide {
 	for i := range r.Items {
 		it := &r.Items[i]
 		row := cmpRow{id: it.ID, repeat: it.Repeat, targetErr: it.Error, verdicts: make([]cmpVerdict, len(s.names))}
+		row.calls, row.steps = agentCounts(it.Trajectory != nil, len(it.Trajectory), it.Steps)
 		for k := range it.Scores {
 			sc := &it.Scores[k]
 			j := s.scorer(sc.Scorer)
@@ -430,7 +474,8 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 				continue
 			}
 			ch := ItemChange{ItemID: ra.id, Repeat: ra.repeat, Scorer: name, PassedA: va.passed, PassedB: vb.passed,
-				ScoreA: scorePtr(va), ScoreB: scorePtr(vb)}
+				ScoreA: scorePtr(va), ScoreB: scorePtr(vb),
+				CallsA: ra.callsPtr(), CallsB: rb.callsPtr(), StepsA: ra.stepsPtr(), StepsB: rb.stepsPtr()}
 			if !vb.scored {
 				ch.ErrorB = vb.err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // WriteComparisonJSON writes c as indented JSON (docs/report-schema.md,
@@ -79,7 +80,7 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison, opts MarkdownOptions) e
 					id += "#" + strconv.Itoa(x.Repeat)
 				}
 				p("| %s | %s | %s | %s | %s |\n", mdEscape(id), mdEscape(x.Scorer), ptrValue(x.ScoreA, "%.3f"),
-					ptrValue(x.ScoreB, "%.3f"), mdEscape(truncate(strOr(x.ErrorB, ""), 120)))
+					ptrValue(x.ScoreB, "%.3f"), changeNote(&x))
 			}
 		}
 		if more := len(xs) - shown; more > 0 {
@@ -90,6 +91,31 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison, opts MarkdownOptions) e
 	list("Regressed", c.Regressed)
 	list("Improved", c.Improved)
 	return bw.Flush()
+}
+
+// changeNote is the note of a regressed or improved item: why B has no
+// score, and for an agent how its tool calls and steps moved ("tool calls
+// 2 → 5, steps 3 → 6"), escaped for a table cell.
+func changeNote(x *ItemChange) string {
+	var parts []string
+	if x.ErrorB != nil {
+		parts = append(parts, mdEscape(truncate(*x.ErrorB, 120)))
+	}
+	count := func(name string, a, b *int) {
+		if a != nil || b != nil {
+			parts = append(parts, fmt.Sprintf("%s %s → %s", name, intOrDash(a), intOrDash(b)))
+		}
+	}
+	count("tool calls", x.CallsA, x.CallsB)
+	count("steps", x.StepsA, x.StepsB)
+	return strings.Join(parts, "; ")
+}
+
+func intOrDash(p *int) string {
+	if p == nil {
+		return "—"
+	}
+	return strconv.Itoa(*p)
 }
 
 func pValueText(p *float64) string {

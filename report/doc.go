@@ -21,7 +21,7 @@
 //     last bucket;
 //   - a number that cannot be computed (no scores) is nil, JSON null, never 0.
 //
-// Renderers: [WriteJSON] (the versioned contract, schema_version 2, validated
+// Renderers: [WriteJSON] (the versioned contract, schema_version 3, validated
 // against docs/report.schema.json in tests), [WriteMarkdown] (PR comments and
 // CI step summaries), [WriteJUnit] (one test case per item) and
 // [WriteTerminal] (an aligned summary for people). For a run too big to

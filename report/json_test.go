@@ -17,7 +17,14 @@ const schemaPath = "../docs/report.schema.json"
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	return compileSchemaFile(t, schemaPath)
+}
+
+// compileSchemaFile compiles the JSON Schema at path (the current one, or
+// an older version kept in testdata/).
+func compileSchemaFile(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +92,7 @@ func TestSchemaRejectsDrift(t *testing.T) {
 		"histogram length":      {`"histogram": [`, `"histogram": [1,`},
 		"0 for null":            {`"mean": null`, `"mean": "n/a"`},
 		"unknown stage":         {`"stage": "persist"`, `"stage": "storage"`},
-		"schema version":        {`"schema_version": 2`, `"schema_version": 3`},
+		"schema version":        {`"schema_version": 3`, `"schema_version": 4`},
 		"v2 without cache_hits": {`"cache_hits": 0,`, ``},
 		"negative cache_hits":   {`"cache_hits": 0`, `"cache_hits": -1`},
 		"zero concurrency":      {`"concurrency": null`, `"concurrency": 0`},
@@ -170,7 +177,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
 	}
-	for _, v := range []string{`{"schema_version": 3}`, `{"schema_version": 0}`, `{}`} {
+	for _, v := range []string{`{"schema_version": 4}`, `{"schema_version": 0}`, `{}`} {
 		if _, err := ReadJSON(strings.NewReader(v)); !errors.Is(err, evalrun.ErrInvalid) {
 			t.Errorf("ReadJSON(%s): err = %v, want ErrInvalid", v, err)
 		}
@@ -187,7 +194,7 @@ func TestSchemaRejectsRepeatDrift(t *testing.T) {
 		"k without items":    {`"items": 4,`, ``},
 		"flaky runs of 1":    {`"runs": 2`, `"runs": 1`},
 		"flaky without id":   {`"item_id": "b",`, ``},
-		"flaky in version 1": {`"schema_version": 2`, `"schema_version": 1`},
+		"flaky in version 1": {`"schema_version": 3`, `"schema_version": 1`},
 		"k of 1":             {`"k": 3`, `"k": 1`},
 	}
 	if err := validate(t, sch, []byte(good)); err != nil {
@@ -229,8 +236,8 @@ func TestVersion1Compat(t *testing.T) {
 	if err := json.Unmarshal(renderJSON(t, fixtureReport(t)), &now); err != nil {
 		t.Fatal(err)
 	}
-	if now["schema_version"] != 2.0 {
-		t.Fatalf("schema_version = %v, want 2", now["schema_version"])
+	if now["schema_version"] != 3.0 {
+		t.Fatalf("schema_version = %v, want 3", now["schema_version"])
 	}
 	now["schema_version"] = 1.0
 	run := now["run"].(map[string]any)

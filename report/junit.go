@@ -65,7 +65,9 @@ type junitProblem struct {
 // classname = run name). A target error or a scorer error gives an <error>
 // (type = the error kind, or "scorer"); otherwise a scorer below its
 // threshold gives a <failure> (type "threshold") whose text lists every
-// failing scorer with its score, threshold and reason. Skipped items have no
+// failing scorer with its score, threshold and reason; for an agent item
+// (a trajectory or a conversation input) the text adds the conversation
+// and the trajectory, one bounded line per message and call. Skipped items have no
 // result and so no test case; the run's skipped count is a property. It
 // returns [ErrNoItems] for a report built without item rows
 // ([WriteJUnitStream] writes one with rows read from storage).
@@ -148,18 +150,26 @@ func (j *junitWriter) testCase(it *ItemRow) junitCase {
 			fails = append(fails, line)
 		}
 	}
+	// A failing agent item's text also says what the agent was given (a
+	// conversation) and what it did (its trajectory), each bounded.
+	body := func(text string) string {
+		if d := agentDetails(it); d != "" {
+			return problemBody(bounded.Prefix(text, maxProblemBytes/2) + "\n\n" + d)
+		}
+		return problemBody(text)
+	}
 	switch {
 	case it.Error != nil:
-		tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: problemBody(*it.Error)}
+		tc.Error = &junitProblem{Message: truncate(*it.Error, 500), Type: kindText(it.ErrorKind), Body: body(*it.Error)}
 	case len(errs) > 0:
 		tc.Error = &junitProblem{Message: truncate(errs[0], 500), Type: "scorer",
-			Body: problemBody(strings.Join(append(errs, fails...), "\n"))}
+			Body: body(strings.Join(append(errs, fails...), "\n"))}
 	case len(fails) > 0:
 		msg := fails[0]
 		if len(fails) > 1 {
 			msg = fmt.Sprintf("%d scorers below threshold", len(fails))
 		}
-		tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: problemBody(strings.Join(fails, "\n"))}
+		tc.Failure = &junitProblem{Message: truncate(msg, 500), Type: "threshold", Body: body(strings.Join(fails, "\n"))}
 	}
 	return tc
 }

@@ -36,8 +36,9 @@ func capOf(n int) int {
 // comment or a CI step summary: the run header (with cache hits and the
 // settled concurrency when known), the per-scorer table, pass@k, pass^k and
 // the flaky items (capped) when the run has repeats, the cohorts, usage, the
-// adversarial block when there is one, and the failures (capped). Text from the run (ids, messages, tags) is escaped so it cannot
-// break the tables or inject HTML.
+// agent line when results recorded trajectories, the adversarial block when
+// there is one, and the failures (capped). Text from the run (ids,
+// messages, tags) is escaped so it cannot break the tables or inject HTML.
 func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
@@ -138,6 +139,10 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	l := &u.LatencyMS
 	p("**Latency (ms):** mean %s · p50 %s · p95 %s · max %s (%d reported)\n\n",
 		ptrValue(l.Mean, "%.1f"), ptrValue(l.P50, "%.1f"), ptrValue(l.P95, "%.1f"), ptrValue(l.Max, "%.1f"), l.Reported)
+
+	if a := rep.Agent; a != nil {
+		p("**Agent:** %s\n\n", agentLine(a))
+	}
 
 	if a := rep.Adversarial; a != nil {
 		p("### Adversarial\n\n")

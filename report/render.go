@@ -75,7 +75,7 @@ func Write(w io.Writer, rep *Report, f Format) error {
 	return fmt.Errorf("%w: unknown report format %q", evalrun.ErrInvalid, f)
 }
 
-// WriteJSON writes rep as the JSON report (schema_version 2), indented by
+// WriteJSON writes rep as the JSON report (schema_version 3), indented by
 // two spaces, fields in a stable order, followed by a newline. Containers
 // nested deeper than [bounded.IndentDepth] (inside item values) are written
 // compact on one line, so that a deeply nested value costs its own size,
@@ -90,8 +90,9 @@ func WriteJSON(w io.Writer, rep *Report) error {
 }
 
 // ReadJSON reads a JSON report written by [WriteJSON], of schema version
-// [MinSchemaVersion] to [SchemaVersion]; the fields a version 1 report
-// lacks stay zero (CacheHits 0, Concurrency, RepeatStats and Flaky nil).
+// [MinSchemaVersion] to [SchemaVersion]; the fields an older report lacks
+// stay zero (version 1: CacheHits 0, Concurrency, RepeatStats and Flaky
+// nil; version 2: Agent, item Steps and Trajectory).
 // A report of another schema version is an error wrapping
 // [evalrun.ErrInvalid].
 func ReadJSON(r io.Reader) (*Report, error) {
@@ -109,6 +110,9 @@ func ReadJSON(r io.Reader) (*Report, error) {
 	for i := range rep.Items {
 		it := &rep.Items[i]
 		it.Input, it.Expected, it.Output = nullToNil(it.Input), nullToNil(it.Expected), nullToNil(it.Output)
+		for j := range it.Trajectory {
+			it.Trajectory[j].Output = nullToNil(it.Trajectory[j].Output)
+		}
 	}
 	return &rep, nil
 }

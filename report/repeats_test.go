@@ -328,8 +328,8 @@ func TestCompareWithRepeats(t *testing.T) {
 	if len(c.Improved) != 0 {
 		t.Fatalf("improved = %+v, want none", c.Improved)
 	}
-	if c.SchemaVersion != CompareSchemaVersion || CompareSchemaVersion != 2 {
-		t.Errorf("comparison schema_version = %d, want 2", c.SchemaVersion)
+	if c.SchemaVersion != CompareSchemaVersion || CompareSchemaVersion != 3 {
+		t.Errorf("comparison schema_version = %d, want 3", c.SchemaVersion)
 	}
 }
 

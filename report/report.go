@@ -14,8 +14,10 @@ import (
 // may be added in a later version; none is renamed or removed within one.
 // Version 2 added run.cache_hits, run.concurrency, the repeat reducers of
 // each scorer ([RepeatStats]) and the flaky list; a version 1 reader
-// keeps working on a version 2 report.
-const SchemaVersion = 2
+// keeps working on a version 2 report. Version 3 added the agent block
+// ([AgentSummary]) and each item row's trajectory and steps; a version 2
+// reader keeps working on a version 3 report.
+const SchemaVersion = 3
 
 // MinSchemaVersion is the oldest report version [ReadJSON] reads.
 const MinSchemaVersion = 1
@@ -23,7 +25,9 @@ const MinSchemaVersion = 1
 // CompareSchemaVersion is the version of the comparison JSON ([Comparison]).
 // Version 2 counts a pair whose target or scorer failed on one side as a
 // failure of that side and adds crashed_a/b, failed_a/b and warnings.
-const CompareSchemaVersion = 2
+// Version 3 adds the agent's tool calls and steps to each regressed or
+// improved item (calls_a/b, steps_a/b, present when recorded).
+const CompareSchemaVersion = 3
 
 // HistogramBuckets is the number of histogram buckets: ten of width 0.1
 // over [0,1], the last one closed ([0.9, 1.0]).
@@ -58,6 +62,9 @@ type Report struct {
 	Flaky []FlakyItem `json:"flaky,omitzero"`
 	// Adversarial is nil unless some item carries metadata.adversarial.
 	Adversarial *Adversarial `json:"adversarial,omitempty"`
+	// Agent is nil unless some result recorded a trajectory (schema_version
+	// 3).
+	Agent *AgentSummary `json:"agent,omitempty"`
 	// Items holds one row per result in input order; nil (JSON null) when
 	// the report was built [WithoutItems].
 	Items []ItemRow `json:"items"`
@@ -381,6 +388,13 @@ type ItemRow struct {
 	Scores    ItemScores `json:"scores"`
 	// Adversarial is the item's normalized adversarial metadata, if any.
 	Adversarial *AdversarialInfo `json:"adversarial,omitempty"`
+	// Steps is the agent's number of model turns; 0 (absent from the
+	// JSON) when the result recorded none (schema_version 3).
+	Steps int `json:"steps,omitempty"`
+	// Trajectory is the agent's tool calls in order; nil (absent from the
+	// JSON) when the result recorded no trajectory (the target is not an
+	// agent), empty ([]) when the agent called no tool (schema_version 3).
+	Trajectory []TrajectoryCall `json:"trajectory,omitzero"`
 }
 
 // Failed reports whether the target failed on this item.

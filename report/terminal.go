@@ -12,8 +12,8 @@ import (
 // WriteTerminal writes a compact summary of rep for people: the run line
 // (with cache hits and the settled concurrency when known), an aligned
 // per-scorer table, the macro pass rate, pass@k, pass^k and the first flaky
-// items when the run has repeats, cohorts, usage and latency, and the first
-// failures. It writes no colour codes.
+// items when the run has repeats, cohorts, usage and latency, the agent line
+// when results recorded trajectories, and the first failures. It writes no colour codes.
 func WriteTerminal(w io.Writer, rep *Report) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
@@ -111,6 +111,10 @@ func WriteTerminal(w io.Writer, rep *Report) error {
 	l := &u.LatencyMS
 	p("latency mean %s  p50 %s  p95 %s  max %s (%d reported)\n",
 		msText(l.Mean), msText(l.P50), msText(l.P95), msText(l.Max), l.Reported)
+
+	if a := rep.Agent; a != nil {
+		p("agent: %s\n", agentLine(a))
+	}
 
 	if a := rep.Adversarial; a != nil {
 		p("adversarial %d item%s in %d categor%s (critical %d, high %d, medium %d, low %d, unknown %d)\n",
