@@ -364,10 +364,10 @@ func TestAgentBadCallsGoBackToModel(t *testing.T) {
 	m := newFakeModel(t, func(turn int, req wireRequest, _ *http.Request) turnReply {
 		if turn == 0 {
 			return callTools(0,
-				call{"get_wether", `{"city":"Paris"}`},    // no such tool
-				call{"get_weather", `{"city": "Par`},      // not JSON
-				call{"get_weather", `{"city": 75}`},       // against the schema
-				call{"get_weather", `{"town": "Paris"}`},  // a required property missing
+				call{"get_wether", `{"city":"Paris"}`},   // no such tool
+				call{"get_weather", `{"city": "Par`},     // not JSON
+				call{"get_weather", `{"city": 75}`},      // against the schema
+				call{"get_weather", `{"town": "Paris"}`}, // a required property missing
 				call{"get_weather", `{"city": "Paris"}`}) // fine
 		}
 		var parts []string
