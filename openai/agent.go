@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,6 +181,36 @@ type agentRun struct {
 	item   *evalrun.Item
 	traj   *evalrun.Trajectory
 	tokens tokenCount
+
+	// mocks is the item's tool_mocks with the Args of each called tool's
+	// mocks made canonical once (see mockFor); nil until the first call.
+	mocks      *evalrun.Item
+	canonTools []string
+}
+
+// mockFor is item.MockFor over the item's mocks with their arguments
+// canonical: MockFor then canonicalizes only the call's arguments, not
+// every mock's at every call.
+func (a *agentRun) mockFor(name string, args json.RawMessage) (*evalrun.ToolMock, bool) {
+	if len(a.item.ToolMocks) == 0 {
+		return nil, false
+	}
+	if a.mocks == nil {
+		a.mocks = &evalrun.Item{ToolMocks: slices.Clone(a.item.ToolMocks)}
+	}
+	if !slices.Contains(a.canonTools, name) {
+		a.canonTools = append(a.canonTools, name)
+		for i := range a.mocks.ToolMocks {
+			m := &a.mocks.ToolMocks[i]
+			if m.Name != name || m.Args == nil {
+				continue
+			}
+			if c, err := evalrun.Canonical(m.Args); err == nil {
+				m.Args = c
+			}
+		}
+	}
+	return a.mocks.MockFor(name, args)
 }
 
 // runAgent runs the tool-calling loop from req, the item's first request:
@@ -283,7 +314,7 @@ func (a *agentRun) answer(ctx context.Context, calls []toolCall) ([]string, erro
 			rec.Error = err.Error()
 			contents[i] = "error: " + rec.Error
 		} else {
-			m, mocked := a.item.MockFor(tl.name, args)
+			m, mocked := a.mockFor(tl.name, args)
 			switch {
 			case m != nil:
 				rec.Output, rec.Mocked = m.Output, true
