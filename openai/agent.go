@@ -66,8 +66,17 @@ type tool struct {
 	run    evalrun.Target
 }
 
-// compileTools validates ts and compiles their parameter schemas. Errors
-// are *target.ConfigError values naming the key (tools[1].parameters).
+// ValidateTools checks tool definitions as [NewChatTarget] does and
+// returns every problem, each a *[target.ConfigError] naming its key
+// (tools[1].parameters), joined with errors.Join; nil when they are fine.
+// A tool's run target is not checked: it is built already.
+func ValidateTools(ts []Tool) error {
+	_, err := compileTools(ts)
+	return err
+}
+
+// compileTools validates ts and compiles their parameter schemas. The error
+// joins a *target.ConfigError per problem (see ValidateTools).
 func compileTools(ts []Tool) ([]tool, error) {
 	if len(ts) == 0 {
 		return nil, nil
@@ -77,26 +86,30 @@ func compileTools(ts []Tool) ([]tool, error) {
 	}
 	out := make([]tool, len(ts))
 	seen := make(map[string]int, len(ts))
+	var errs []error
 	for i, t := range ts {
 		key := fmt.Sprintf("tools[%d]", i)
-		switch {
+		switch j, dup := seen[t.Name]; {
 		case t.Name == "":
-			return nil, &target.ConfigError{Key: key + ".name", Err: errors.New("required")}
+			errs = append(errs, &target.ConfigError{Key: key + ".name", Err: errors.New("required")})
 		case !toolNamePattern.MatchString(t.Name):
-			return nil, &target.ConfigError{Key: key + ".name", Err: fmt.Errorf("%q is not a tool name: use 1 to 64 letters, digits, _ or -", t.Name)}
+			errs = append(errs, &target.ConfigError{Key: key + ".name", Err: fmt.Errorf("%q is not a tool name: use 1 to 64 letters, digits, _ or -", t.Name)})
+		case dup:
+			errs = append(errs, &target.ConfigError{Key: key + ".name", Err: fmt.Errorf("duplicate tool name %q (tools[%d] has it)", t.Name, j)})
+		default:
+			seen[t.Name] = i
 		}
-		if j, dup := seen[t.Name]; dup {
-			return nil, &target.ConfigError{Key: key + ".name", Err: fmt.Errorf("duplicate tool name %q (tools[%d] has it)", t.Name, j)}
-		}
-		seen[t.Name] = i
 		out[i] = tool{name: t.Name, run: t.Run}
 		if t.Parameters != nil {
-			sch, err := compileParameters(t.Name, t.Parameters)
+			sch, err := compileParameters(t.Parameters)
 			if err != nil {
-				return nil, &target.ConfigError{Key: key + ".parameters", Err: err}
+				errs = append(errs, &target.ConfigError{Key: key + ".parameters", Err: err})
 			}
 			out[i].schema = sch
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
@@ -105,7 +118,7 @@ func compileTools(ts []Tool) ([]tool, error) {
 // JSON object; the arguments of a call are an object, so a "type" other
 // than "object" could never match. References to other documents are
 // refused: the schema is sent to the model as it is.
-func compileParameters(name string, params json.RawMessage) (*jsonschema.Schema, error) {
+func compileParameters(params json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
@@ -119,7 +132,7 @@ func compileParameters(name string, params json.RawMessage) (*jsonschema.Schema,
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refusingLoader{})
-	url := "urn:evalrun:tool:" + name
+	url := "urn:evalrun:tool"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("not a JSON Schema: %s", schemaErrorText(err))
 	}

@@ -197,3 +197,42 @@ scorers: [exact_match]
 		t.Errorf("Prompt = %q, %v", got, err)
 	}
 }
+
+// Every problem of the tools is reported in one go, each at its place:
+// the parser's own and those of the tool definitions alike.
+func TestOpenAIToolProblemsAllAtOnce(t *testing.T) {
+	_, err := parse(t, `dataset: {file: data.jsonl}
+scorers: [exact_match]
+target:
+  kind: openai
+  model: m
+  base_url: http://127.0.0.1:1/v1
+  max_steps: 1000
+  tools:
+    - name: get weather
+      parameters: {type: object, properties: {city: {type: strin}}}
+    - name: calc
+      parameters: [1]
+      run: {kind: openai, model: x}
+    - name: calc
+    - description: no name
+`)
+	got := problems(t, err)
+	want := []string{
+		"suite.yaml:7:14: target.max_steps: must be in [1,100], got 1000",
+		`suite.yaml:9:13: target.tools[0].name: "get weather" is not a tool name: use 1 to 64 letters, digits, _ or -`,
+		"suite.yaml:10:19: target.tools[0].parameters: not a valid JSON Schema: at '/properties/city/type'",
+		"suite.yaml:12:19: target.tools[1].parameters: must be a JSON Schema object, got a list",
+		`suite.yaml:13:19: target.tools[1].run.kind: a tool's run target cannot be of kind "openai"`,
+		`suite.yaml:14:13: target.tools[2].name: duplicate tool name "calc" (tools[1] has it)`,
+		"suite.yaml:15:7: target.tools[3].name: missing",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d = %s\nwant it to start %s", i, got[i], want[i])
+		}
+	}
+}

@@ -30,10 +30,19 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 	}
 	p.decodeFields(n, path, &cfg, append(slices.Clone(targetCommonKeys), "tools", "max_steps"))
 	if v := p.value(n, "max_steps"); v != nil {
-		cfg.MaxSteps, _ = p.integer(v, path+".max_steps", 1)
+		if m, ok := p.integer(v, path+".max_steps", 1); ok && m > openai.MaxMaxSteps {
+			p.ps.at(v, path+".max_steps", "", "must be in [1,%d], got %d", openai.MaxMaxSteps, m)
+		} else {
+			cfg.MaxSteps = m
+		}
 	}
 	if v := p.value(n, "tools"); v != nil {
 		cfg.Tools = p.tools(v, path+".tools", p.value(raw, "tools"))
+		// Every tool's definition problems now, beside the others: the
+		// constructor below runs only on a file without problems.
+		if err := openai.ValidateTools(cfg.Tools); err != nil {
+			p.openaiProblem(n, path, err)
+		}
 	}
 	closeRuns := func() {
 		for _, tl := range cfg.Tools {
@@ -150,12 +159,25 @@ func (p *parser) toolRun(v *yaml.Node, path string, raw *yaml.Node) evalrun.Targ
 }
 
 // openaiProblem reports an openai target constructor's error at the key it
-// names, down to a tool's own key (tools[1].parameters).
+// names, down to a tool's own key (tools[1].parameters); an error joining
+// several (openai.ValidateTools) is reported once per part. A problem
+// already reported at the same key is not repeated.
 func (p *parser) openaiProblem(n *yaml.Node, path string, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			p.openaiProblem(n, path, e)
+		}
+		return
+	}
 	var ce *target.ConfigError
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "tools[") {
 		p.targetProblem(n, path, err)
 		return
+	}
+	for _, pr := range p.ps.list {
+		if pr.Path == path+"."+ce.Key {
+			return
+		}
 	}
 	at := p.value(n, "tools")
 	idx, sub, _ := strings.Cut(strings.TrimPrefix(ce.Key, "tools["), "]")
