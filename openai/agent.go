@@ -390,7 +390,7 @@ func (a *agentRun) prepare(c *toolCall) (args json.RawMessage, tl *tool, err err
 		}
 	}
 	if tl == nil {
-		return args, nil, fmt.Errorf("unknown tool %q: call one of %s", c.Function.Name, a.t.toolNames())
+		return args, nil, fmt.Errorf("unknown tool %q: call one of %s", snippet([]byte(c.Function.Name)), a.t.toolNames())
 	}
 	if tl.schema != nil {
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))

@@ -125,8 +125,8 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 // not used for it.
 //
 // With tools configured, the target is an agent: it runs the tool-calling
-// loop (see agent.go) and records every result's trajectory. It is safe
-// for concurrent use.
+// loop (see the package documentation, "Agents") and records every
+// result's trajectory. It is safe for concurrent use.
 type ChatTarget struct {
 	cl          *client
 	post        oai.Client // the SDK's client, for its Post
