@@ -583,3 +583,33 @@ func TestToolConfigValidation(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+func TestAgentMocksMatchArgumentsAsJSON(t *testing.T) {
+	m := newFakeModel(t, func(turn int, req wireRequest, _ *http.Request) turnReply {
+		if turn == 0 {
+			return callTools(0, call{"get_weather", `{"unit": "c", "city": "Paris"}`}, call{"get_weather", `{"city":"Rome"}`},
+				call{"get_weather", `{"city":"Oslo"}`}, call{"get_weather", `{"unit":"c","city":"Paris"}`})
+		}
+		var parts []string
+		for _, tm := range req.toolMessages() {
+			parts = append(parts, content(tm))
+		}
+		return answer(strings.Join(parts, ","))
+	})
+	item := &evalrun.Item{ID: "m", Input: evalrun.String("?"), ToolMocks: []evalrun.ToolMock{
+		{Name: "get_weather", Args: json.RawMessage(`{"city":"Oslo"}`), Output: evalrun.String("A")},
+		{Name: "get_weather", Output: evalrun.String("B")},
+		{Name: "get_weather", Args: json.RawMessage(`{ "city" : "Paris", "unit" : "c" }`), Output: evalrun.String("C")},
+	}}
+	ct := newAgent(t, m, ChatTargetConfig{Tools: []Tool{{Name: "get_weather"}}})
+	out, err := ct.Execute(context.Background(), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evalrun.Text(out.Value); got != "C,B,A,C" {
+		t.Errorf("mocks answered %s, want C,B,A,C", got)
+	}
+	if string(item.ToolMocks[2].Args) != `{ "city" : "Paris", "unit" : "c" }` {
+		t.Errorf("the item's mock was changed: %s", item.ToolMocks[2].Args)
+	}
+}
