@@ -106,6 +106,10 @@ func (it *Item) MockFor(name string, args json.RawMessage) (m *ToolMock, mocked 
 			}
 			canon = c
 		}
+		// Args kept canonical (as the agent loop keeps them) need no work.
+		if bytes.Equal(tm.Args, canon) {
+			return tm, true
+		}
 		if c, err := Canonical(tm.Args); err == nil && bytes.Equal(c, canon) {
 			return tm, true
 		}

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -45,12 +47,22 @@ type ChatTargetConfig struct {
 	Params map[string]any `yaml:"params" json:"params,omitempty"`
 	// Price, when set, turns reported token usage into a cost.
 	Price *Price `yaml:"price" json:"price,omitempty"`
+	// Tools are the functions the model may call; with any, the target
+	// runs the agent loop (see [ChatTarget]). The suite file's "tools" key
+	// is parsed by package suite, which builds their run targets.
+	Tools []Tool `yaml:"-" json:"tools,omitempty"`
+	// MaxSteps bounds the model turns of one item's agent loop, in
+	// [1, MaxMaxSteps]; 0 means [DefaultMaxSteps].
+	MaxSteps int `yaml:"max_steps" json:"max_steps,omitempty"`
 }
 
 // Validate reports the first bad value as a *[target.ConfigError] naming
 // its key. It does not read the API key.
 func (c *ChatTargetConfig) Validate() error {
 	_, _, err := c.check()
+	if err == nil {
+		_, err = compileTools(c.Tools)
+	}
 	return err
 }
 
@@ -71,6 +83,8 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 		switch k {
 		case "", "model", "messages", "stream":
 			return nil, nil, &target.ConfigError{Key: "params", Err: fmt.Errorf("%q cannot be set through params", k)}
+		case "tools":
+			return nil, nil, &target.ConfigError{Key: "params", Err: fmt.Errorf("%q cannot be set through params: use the target's tools key", k)}
 		}
 		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			return nil, nil, &target.ConfigError{Key: "params." + k, Err: fmt.Errorf("%v is not a JSON number", f)}
@@ -78,6 +92,12 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 	}
 	if err := validatePrice(c.Price); err != nil {
 		return nil, nil, err
+	}
+	if c.MaxSteps != 0 && (c.MaxSteps < 1 || c.MaxSteps > MaxMaxSteps) {
+		return nil, nil, &target.ConfigError{Key: "max_steps", Err: fmt.Errorf("must be in [1,%d], got %d", MaxMaxSteps, c.MaxSteps)}
+	}
+	if len(c.Tools) > MaxTools {
+		return nil, nil, &target.ConfigError{Key: "tools", Err: fmt.Errorf("%d tools, more than the limit of %d", len(c.Tools), MaxTools)}
 	}
 	if c.System != "" {
 		if system, err = target.ParseTemplate("system", c.System); err != nil {
@@ -94,11 +114,19 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 	return system, prompt, nil
 }
 
-// ChatTarget evaluates a chat model: each item becomes one chat completion
-// (an optional system message and a user message, both rendered from
-// templates over the item), and the assistant's reply text is the output,
-// as a JSON string. Token usage is recorded, with a cost when a price is
-// configured. It is safe for concurrent use.
+// ChatTarget evaluates a chat model: each item becomes a chat completion
+// (an optional system message, then the item's conversation or a user
+// message rendered from the prompt template), and the assistant's reply
+// text is the output, as a JSON string. Token usage is recorded, with a
+// cost when a price is configured.
+//
+// An item whose input is a conversation (see [evalrun.Conversation]) is
+// sent as those messages after the system message; the prompt template is
+// not used for it.
+//
+// With tools configured, the target is an agent: it runs the tool-calling
+// loop (see the package documentation, "Agents") and records every
+// result's trajectory. It is safe for concurrent use.
 type ChatTarget struct {
 	cl          *client
 	post        oai.Client // the SDK's client, for its Post
@@ -109,6 +137,12 @@ type ChatTarget struct {
 	maxTokens   int
 	seed        *int64
 	price       *Price
+
+	// The agent's: the compiled tools (nil: not an agent), their
+	// definitions as sent, and the bound on model turns.
+	tools     []tool
+	toolsJSON json.RawMessage
+	maxSteps  int
 }
 
 var (
@@ -119,9 +153,15 @@ var (
 )
 
 // NewChatTarget returns a chat target, or a *[target.ConfigError] for bad
-// config (a template that does not parse, a missing API key, ...).
+// config (a template that does not parse, a missing API key, a tool whose
+// parameters are not a JSON Schema, ...). The tools' run targets become
+// the chat target's: its Close closes them.
 func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 	system, prompt, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	tools, err := compileTools(cfg.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +173,7 @@ func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 	for k, v := range cfg.Params {
 		opts = append(opts, option.WithJSONSet(k, v))
 	}
-	return &ChatTarget{
+	t := &ChatTarget{
 		cl:          cl,
 		post:        oai.Client{Options: opts},
 		model:       cfg.Model,
@@ -143,86 +183,187 @@ func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 		maxTokens:   cfg.MaxTokens,
 		seed:        cfg.Seed,
 		price:       cfg.Price,
-	}, nil
+		tools:       tools,
+		maxSteps:    cmp.Or(cfg.MaxSteps, DefaultMaxSteps),
+	}
+	if len(tools) > 0 {
+		if t.toolsJSON, err = toolDefinitions(cfg.Tools); err != nil {
+			return nil, &target.ConfigError{Key: "tools", Err: err}
+		}
+	}
+	return t, nil
 }
 
-// Execute sends one chat completion for item.
+// Execute sends the chat completion of item, or runs the agent loop when
+// the target has tools.
 //
-// The request goes through the SDK's client (base URL, auth, extra params,
-// error types, our response middleware), but its body is encoded and the
-// reply decoded here with encoding/json into the few fields a target
+// The requests go through the SDK's client (base URL, auth, extra params,
+// error types, our response middleware), but their bodies are encoded and
+// the replies decoded here with encoding/json into the few fields a target
 // needs: the SDK's typed params and response cost ~70 µs of CPU per call
 // in reflection, which is most of evalrun's own time in a fast run
 // (docs/benchmarks.md, W1 and W2). The judge (ChatModel) keeps the typed
 // path: it sends more options and is called far less often.
 func (t *ChatTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
-	req := chatRequest{Model: t.model, Temperature: t.temperature, Seed: t.seed}
-	if t.system != nil {
-		s, err := t.system.Render(item)
-		if err != nil {
-			return evalrun.Output{}, err
-		}
-		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: s})
-	}
-	p, err := t.prompt.Render(item)
+	req, err := t.request(item)
 	if err != nil {
 		return evalrun.Output{}, err
 	}
-	req.Messages = append(req.Messages, chatMessage{Role: "user", Content: p})
+	if t.tools != nil {
+		return t.runAgent(ctx, item, &req)
+	}
+	resp, status, err := t.send(ctx, &req)
+	if err != nil {
+		return evalrun.Output{}, err
+	}
+	var tokens tokenCount
+	tokens.add(resp)
+	u := tokens.usage(t.price)
+	text, err := finalText(resp, status, u)
+	if err != nil {
+		return evalrun.Output{}, err
+	}
+	return evalrun.Output{Value: evalrun.String(text), Usage: u}, nil
+}
+
+// request returns the first request of item: the system message, then the
+// item's conversation or its rendered prompt.
+func (t *ChatTarget) request(item *evalrun.Item) (chatRequest, error) {
+	req := chatRequest{Model: t.model, Temperature: t.temperature, Seed: t.seed, Tools: t.toolsJSON}
 	if t.maxTokens > 0 {
 		m := int64(t.maxTokens)
 		req.MaxTokens = &m
 	}
+	conv, isConv := evalrun.Conversation(item.Input)
+	req.Messages = make([]chatMessage, 0, 1+max(len(conv), 1))
+	if t.system != nil {
+		s, err := t.system.Render(item)
+		if err != nil {
+			return req, err
+		}
+		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: &s})
+	}
+	if isConv {
+		for i := range conv {
+			req.Messages = append(req.Messages, chatMessage{Role: conv[i].Role, Content: &conv[i].Content})
+		}
+		return req, nil
+	}
+	p, err := t.prompt.Render(item)
+	if err != nil {
+		return req, err
+	}
+	req.Messages = append(req.Messages, chatMessage{Role: "user", Content: &p})
+	return req, nil
+}
+
+// send posts one chat completion and decodes the reply. Its errors are
+// classified *evalrun.Error values; a reply it returns may still be
+// unusable (see finalText).
+func (t *ChatTarget) send(ctx context.Context, req *chatRequest) (*chatResponse, int, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
+		return nil, 0, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
 	}
 	var ex exchange
 	if err := t.post.Post(ctx, "chat/completions", body, nil, t.cl.callOptions(&ex)...); err != nil {
-		return evalrun.Output{}, t.cl.classify(ctx, &ex, err)
+		return nil, ex.status, t.cl.classify(ctx, &ex, err)
 	}
-	var resp chatResponse
-	if err := json.Unmarshal(ex.body, &resp); err != nil {
-		return evalrun.Output{}, malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+	resp := new(chatResponse)
+	if err := json.Unmarshal(ex.body, resp); err != nil {
+		return nil, ex.status, malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
 	}
-	var u evalrun.Usage
-	if resp.Usage != nil {
-		u = usage(evalrun.Int64(resp.Usage.PromptTokens), evalrun.Int64(resp.Usage.CompletionTokens), t.price)
-	}
+	return resp, ex.status, nil
+}
+
+// finalText returns the text of a reply that ends the item, or the
+// permanent error of one without (a refusal, no choices, no content); u
+// is the usage the error carries.
+func finalText(resp *chatResponse, status int, u evalrun.Usage) (string, error) {
 	if len(resp.Choices) == 0 {
-		return evalrun.Output{}, malformed(ex.status, fmt.Errorf("no choices"), u)
+		return "", malformed(status, fmt.Errorf("no choices"), u)
 	}
-	ch := resp.Choices[0]
+	ch := &resp.Choices[0]
 	if ch.Message.Content == nil {
 		if ch.Message.Refusal != "" {
-			return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: ex.status, Usage: u, Err: fmt.Errorf("model refused: %s", ch.Message.Refusal)}
+			return "", &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: status, Usage: u, Err: fmt.Errorf("model refused: %s", ch.Message.Refusal)}
 		}
-		return evalrun.Output{}, malformed(ex.status, fmt.Errorf("no message content (finish_reason %q)", ch.FinishReason), u)
+		if len(ch.Message.ToolCalls) > 0 {
+			return "", malformed(status, fmt.Errorf("the model called tools (%s) but the target has none: configure tools", ch.Message.ToolCalls[0].Function.Name), u)
+		}
+		return "", malformed(status, fmt.Errorf("no message content (finish_reason %q)", ch.FinishReason), u)
 	}
-	return evalrun.Output{Value: evalrun.String(*ch.Message.Content), Usage: u}, nil
+	return *ch.Message.Content, nil
+}
+
+// tokenCount sums the token counts replies report.
+type tokenCount struct {
+	in, out       int64
+	hasIn, hasOut bool
+}
+
+func (c *tokenCount) add(resp *chatResponse) {
+	if resp.Usage == nil {
+		return
+	}
+	c.in += resp.Usage.PromptTokens
+	c.out += resp.Usage.CompletionTokens
+	c.hasIn, c.hasOut = true, true
+}
+
+// usage returns the counts as a Usage, with the cost at price (nil: none).
+func (c *tokenCount) usage(price *Price) evalrun.Usage {
+	var in, out *int64
+	if c.hasIn {
+		in = evalrun.Int64(c.in)
+	}
+	if c.hasOut {
+		out = evalrun.Int64(c.out)
+	}
+	return usage(in, out, price)
 }
 
 // chatRequest is the body of a chat completion as the target sends it;
 // params from the config are merged in by the SDK (option.WithJSONSet).
 type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []chatMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	Seed        *int64        `json:"seed,omitempty"`
-	MaxTokens   *int64        `json:"max_tokens,omitempty"`
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	// Tools are the tool definitions, encoded once by NewChatTarget.
+	Tools       json.RawMessage `json:"tools,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	Seed        *int64          `json:"seed,omitempty"`
+	MaxTokens   *int64          `json:"max_tokens,omitempty"`
 }
 
+// chatMessage is one message of a request. Content is null in an
+// assistant message that only called tools.
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    *string    `json:"content"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// toolCall is a tool call on the wire: in a reply, and echoed in the
+// assistant message of the next request.
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+		// Arguments is OpenAI's JSON string holding the arguments
+		// object; some compatible servers send the object itself.
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
 }
 
 // chatResponse is what the target reads of a chat completion.
 type chatResponse struct {
 	Choices []struct {
 		Message struct {
-			Content *string `json:"content"`
-			Refusal string  `json:"refusal"`
+			Content   *string    `json:"content"`
+			Refusal   string     `json:"refusal"`
+			ToolCalls []toolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -232,8 +373,16 @@ type chatResponse struct {
 	} `json:"usage"`
 }
 
-// Close releases idle connections.
-func (t *ChatTarget) Close() error { return t.cl.close() }
+// Close releases idle connections and closes the tools' run targets.
+func (t *ChatTarget) Close() error {
+	errs := []error{t.cl.close()}
+	for i := range t.tools {
+		if c, ok := t.tools[i].run.(evalrun.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // complete runs one chat completion and returns the reply text and usage.
 func complete(ctx context.Context, cl *client, svc *oai.ChatCompletionService, params oai.ChatCompletionNewParams, price *Price) (string, evalrun.Usage, error) {

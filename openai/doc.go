@@ -5,6 +5,21 @@
 // [Embedder] is the evalrun.Embedder of the embedding_similarity scorer.
 // The SDK is used in this package only.
 //
+// # Agents
+//
+// A [ChatTarget] with [Tool]s is an agent: it runs the tool-calling loop
+// (model turn, the turn's tool calls answered concurrently by the item's
+// tool_mocks or the tool's run target, model turn again) until the model
+// answers without a tool call, at most max_steps turns, and records the
+// calls and turns as the result's [evalrun.Trajectory]. Calls the loop can
+// answer badly (an unknown tool, arguments that are not JSON or do not
+// match the tool's JSON Schema, a run target's failure) go back to the
+// model as "error: …" results; a call no mock answers and no run target
+// can fails the item. Every error carries the usage and the trajectory so
+// far; a transient one retries the whole item (the conversation starts
+// again). An item whose input is a conversation is sent as its messages,
+// with or without tools.
+//
 // # Retries
 //
 // The SDK's own retries are turned off (option.WithMaxRetries(0)): the

@@ -1,7 +1,12 @@
 package suite
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -12,7 +17,9 @@ import (
 )
 
 // buildOpenAI builds a chat model target; the API key is read from the
-// suite's environment (api_key_env, default OPENAI_API_KEY).
+// suite's environment (api_key_env, default OPENAI_API_KEY). Its tools are
+// parsed here (their run targets are targets of the suite) and validated
+// by package openai, whose errors are placed at the key they name.
 func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, string) {
 	var cfg openai.ChatTargetConfig
 	before := len(p.ps.list)
@@ -21,8 +28,31 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 	if v := p.value(n, "price"); v != nil && v.Kind == yaml.MappingNode {
 		p.fields(v, path+".price", priceKeys, func(string, *yaml.Node, *yaml.Node) {})
 	}
-	p.decodeFields(n, path, &cfg, targetCommonKeys)
+	p.decodeFields(n, path, &cfg, append(slices.Clone(targetCommonKeys), "tools", "max_steps"))
+	if v := p.value(n, "max_steps"); v != nil {
+		if m, ok := p.integer(v, path+".max_steps", 1); ok && m > openai.MaxMaxSteps {
+			p.ps.at(v, path+".max_steps", "", "must be in [1,%d], got %d", openai.MaxMaxSteps, m)
+		} else {
+			cfg.MaxSteps = m
+		}
+	}
+	if v := p.value(n, "tools"); v != nil {
+		cfg.Tools = p.tools(v, path+".tools", p.value(raw, "tools"))
+		// Every tool's definition problems now, beside the others: the
+		// constructor below runs only on a file without problems.
+		if err := openai.ValidateTools(cfg.Tools); err != nil {
+			p.openaiProblem(n, path, err)
+		}
+	}
+	closeRuns := func() {
+		for _, tl := range cfg.Tools {
+			if c, ok := tl.Run.(evalrun.Closer); ok {
+				_ = c.Close()
+			}
+		}
+	}
 	if len(p.ps.list) > before {
+		closeRuns()
 		return nil, ""
 	}
 	cfg.LookupEnv = p.opts.Env
@@ -31,7 +61,8 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 	}
 	t, err := openai.NewChatTarget(cfg)
 	if err != nil {
-		p.targetProblem(n, path, err)
+		closeRuns()
+		p.openaiProblem(n, path, err)
 		return nil, ""
 	}
 	if path == "target" {
@@ -42,6 +73,128 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 		name = v.Value
 	}
 	return t, name
+}
+
+var (
+	toolKeys = []string{"name", "description", "parameters", "run"}
+	// toolRunKinds are the target kinds a tool's run may be: a tool is a
+	// service or a program; a model or a workflow behind a tool is an
+	// agent of its own.
+	toolRunKinds = []string{"http", "exec"}
+)
+
+// tools parses an openai target's tools (raw: the list unexpanded). The
+// definitions are checked by openai.NewChatTarget; a run target is built
+// here like any target of the suite (a relative exec path is relative to
+// the suite file).
+func (p *parser) tools(n *yaml.Node, path string, raw *yaml.Node) []openai.Tool {
+	if n.Kind != yaml.SequenceNode {
+		p.ps.at(n, path, "e.g. tools: [{name: get_weather, parameters: {type: object, properties: {city: {type: string}}}}]",
+			"must be a list of tools, got %s", p.kindName(n))
+		return nil
+	}
+	if len(n.Content) > openai.MaxTools {
+		p.ps.at(n, path, "offer the model fewer tools", "%d tools, more than the limit of %d", len(n.Content), openai.MaxTools)
+		return nil
+	}
+	tools := make([]openai.Tool, len(n.Content))
+	for i, tn := range n.Content {
+		tp := fmt.Sprintf("%s[%d]", path, i)
+		var rawTool *yaml.Node
+		if raw != nil && raw.Kind == yaml.SequenceNode && i < len(raw.Content) {
+			rawTool = raw.Content[i]
+		}
+		tl := &tools[i]
+		p.fields(tn, tp, toolKeys, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "name":
+				tl.Name, _ = p.str(v, tp+".name")
+			case "description":
+				tl.Description, _ = p.str(v, tp+".description")
+			case "parameters":
+				tl.Parameters = p.schemaJSON(v, tp+".parameters")
+			case "run":
+				tl.Run = p.toolRun(v, tp+".run", p.value(rawTool, "run"))
+			}
+		})
+		if tn.Kind == yaml.MappingNode && !p.has(tn, "name") {
+			p.ps.at(tn, tp+".name", "e.g. name: get_weather", "missing")
+		}
+	}
+	return tools
+}
+
+// schemaJSON returns a tool's parameters mapping as JSON.
+func (p *parser) schemaJSON(v *yaml.Node, path string) json.RawMessage {
+	const hint = "e.g. parameters: {type: object, properties: {city: {type: string}}, required: [city]}"
+	if v.Kind != yaml.MappingNode {
+		p.ps.at(v, path, hint, "must be a JSON Schema object, got %s", p.kindName(v))
+		return nil
+	}
+	var tree any
+	if err := v.Decode(&tree); err != nil {
+		p.ps.at(v, path, hint, "%s", p.yamlCause(err, v))
+		return nil
+	}
+	b, err := json.Marshal(jsonable(tree))
+	if err != nil {
+		p.ps.at(v, path, hint, "not expressible as JSON: %v", err)
+		return nil
+	}
+	return b
+}
+
+// toolRun builds a tool's run target, of a kind in toolRunKinds.
+func (p *parser) toolRun(v *yaml.Node, path string, raw *yaml.Node) evalrun.Target {
+	if kind := p.value(v, "kind"); kind != nil && !contains(toolRunKinds, kind.Value) {
+		p.ps.at(kind, path+".kind", "a tool runs as kind http (a service) or exec (a program)",
+			"a tool's run target cannot be of kind %q", kind.Value)
+		return nil
+	}
+	t, _, r := p.buildTarget(v, path, raw)
+	if t == nil {
+		return nil
+	}
+	return limited(t, r)
+}
+
+// openaiProblem reports an openai target constructor's error at the key it
+// names, down to a tool's own key (tools[1].parameters); an error joining
+// several (openai.ValidateTools) is reported once per part. A problem
+// already reported at the same key is not repeated.
+func (p *parser) openaiProblem(n *yaml.Node, path string, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			p.openaiProblem(n, path, e)
+		}
+		return
+	}
+	var ce *target.ConfigError
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "tools[") {
+		p.targetProblem(n, path, err)
+		return
+	}
+	for _, pr := range p.ps.list {
+		if pr.Path == path+"."+ce.Key {
+			return
+		}
+	}
+	at := p.value(n, "tools")
+	idx, sub, _ := strings.Cut(strings.TrimPrefix(ce.Key, "tools["), "]")
+	if i, convErr := strconv.Atoi(idx); convErr == nil && at != nil && at.Kind == yaml.SequenceNode && i >= 0 && i < len(at.Content) {
+		at = at.Content[i]
+		if v := p.value(at, strings.TrimPrefix(sub, ".")); v != nil {
+			at = v
+		}
+	}
+	if at == nil {
+		at = n
+	}
+	hint := ""
+	if strings.HasSuffix(ce.Key, ".parameters") {
+		hint = "a JSON Schema of the arguments object, e.g. {type: object, properties: {city: {type: string}}}"
+	}
+	p.ps.at(at, path+"."+ce.Key, hint, "%v", ce.Err)
 }
 
 var (

@@ -24,11 +24,15 @@ type ChatPlan struct {
 }
 
 // Prompt returns the text the target sends for item: its system message
-// (when set) and its user message, rendered from the suite's templates.
+// (when set) and its user message, rendered from the suite's templates,
+// or the messages of the item's conversation (see
+// [evalrun.Conversation]). An agent's later turns are unknown before the
+// run: only the first request counts.
 func (c *ChatPlan) Prompt(item *evalrun.Item) (string, error) {
 	var parts []string
+	conv, isConv := evalrun.Conversation(item.Input)
 	for _, t := range []*target.Template{c.system, c.prompt} {
-		if t == nil {
+		if t == nil || (isConv && t == c.prompt) {
 			continue
 		}
 		s, err := t.Render(item)
@@ -36,6 +40,9 @@ func (c *ChatPlan) Prompt(item *evalrun.Item) (string, error) {
 			return "", err
 		}
 		parts = append(parts, s)
+	}
+	for _, m := range conv {
+		parts = append(parts, m.Content)
 	}
 	return strings.Join(parts, "\n"), nil
 }

@@ -35,7 +35,7 @@ func init() {
 		"http": {[]string{"url", "method", "headers", "body", "output", "max_response_bytes"}, buildHTTP},
 		"exec": {[]string{"command", "env", "dir", "max_output_bytes"}, buildExec},
 		"openai": {[]string{"base_url", "api_key_env", "model", "system", "prompt", "temperature",
-			"max_tokens", "seed", "params", "price", "max_response_bytes"}, buildOpenAI},
+			"max_tokens", "seed", "params", "price", "max_response_bytes", "tools", "max_steps"}, buildOpenAI},
 		"workflow": {[]string{"steps"}, buildWorkflow},
 		"scorer":   {[]string{"scorer"}, buildScorerTarget},
 	}
