@@ -74,7 +74,10 @@ func TestHostileSuites(t *testing.T) {
 			start := time.Now()
 			_, err := parse(t, tc.src, "N=20000", "OPENAI_API_KEY=sk-test")
 			compareLines(t, problems(t, err), tc.want)
-			if d := time.Since(start); d > 5*time.Second {
+			// A watchdog against a parse that runs away (an alias bomb
+			// expanded takes hours), not a speed goal: a loaded CI
+			// machine takes seconds.
+			if d := time.Since(start); d > 2*time.Minute {
 				t.Errorf("refused after %s", d)
 			}
 		})
