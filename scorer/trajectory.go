@@ -320,7 +320,7 @@ func (m *matching) maximize() {
 	}
 	// dfs augments along the layers, iteratively: a path may be as long as
 	// the trajectory, too deep for recursion on a hostile item.
-	next := make([]int, nw) // the next edge of each expected call to try
+	next := make([]int, nw)     // the next edge of each expected call to try
 	stack := make([]int, 0, 16) // the expected calls of the path so far
 	dfs := func(root int) bool {
 		stack = append(stack[:0], root)
