@@ -393,6 +393,12 @@ func (m *matching) exact() (bool, string) {
 		return false, fmt.Sprintf("not exact: %d calls made, %d expected; call %d %s is one too many",
 			len(m.calls), len(m.want), len(m.want)+1, callString(m.calls[len(m.want)]))
 	}
+	switch len(m.calls) {
+	case 0:
+		return true, "exact: no call expected, none made"
+	case 1:
+		return true, "exact: the call is the expected one"
+	}
 	return true, fmt.Sprintf("exact: the %d calls are the expected ones, in order", len(m.calls))
 }
 
@@ -405,16 +411,19 @@ func (m *matching) inOrder() (bool, string) {
 	for i, w := range m.want {
 		k := sort.SearchInts(m.adj[i], from)
 		if k == len(m.adj[i]) {
-			where := "anywhere"
-			if from > 0 {
-				where = fmt.Sprintf("after call %d", from)
+			if len(m.adj[i]) == 0 {
+				return false, fmt.Sprintf("expected call %d %s was not made", i+1, expectedString(w))
 			}
-			if len(m.adj[i]) > 0 {
-				where += fmt.Sprintf(" (it matches call %d, too early)", m.adj[i][0]+1)
-			}
-			return false, fmt.Sprintf("not in order: expected call %d %s not made %s", i+1, expectedString(w), where)
+			return false, fmt.Sprintf("not in order: expected call %d %s not made after call %d (it matches call %d, too early)",
+				i+1, expectedString(w), from, m.adj[i][0]+1)
 		}
 		from = m.adj[i][k] + 1
+	}
+	switch len(m.want) {
+	case 0:
+		return true, "in order: no call expected"
+	case 1:
+		return true, "in order: the expected call was made"
 	}
 	return true, fmt.Sprintf("in order: the %d expected calls appear in order", len(m.want))
 }

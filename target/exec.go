@@ -278,7 +278,7 @@ func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	out := evalrun.Output{Value: v}
 	if x.output != "" {
 		doc := bytes.TrimSpace(stdout)
-		if !gjson.ValidBytes(doc) {
+		if !json.Valid(doc) { // not gjson.ValidBytes: see trajectoryOf
 			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: standard output is not JSON (output path %q)", ErrMalformedResponse, x.output))
 		}
 		res := gjson.GetBytes(doc, x.output)

@@ -276,7 +276,7 @@ func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 		}
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
 	}
-	if !gjson.ValidBytes(raw) {
+	if !json.Valid(raw) { // not gjson.ValidBytes: see trajectoryOf
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
 	}
 	res := gjson.GetBytes(raw, t.path)

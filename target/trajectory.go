@@ -101,8 +101,13 @@ func checkPath(key, path string) error {
 }
 
 // trajectoryOf returns the trajectory at path in doc, which must be JSON.
+// Validity is checked with encoding/json, never gjson.Valid: gjson
+// validates recursively, and a response of ten million '[' overflows the
+// goroutine's stack, a crash no recover catches; encoding/json scans
+// iteratively and refuses nesting past 10,000 levels, which gjson.Get
+// then walks safely.
 func trajectoryOf(doc []byte, path, where string) (*evalrun.Trajectory, error) {
-	if !gjson.ValidBytes(doc) {
+	if !json.Valid(doc) {
 		return nil, fmt.Errorf("%w: trajectory path %q: %s is not JSON", ErrInvalidTrajectory, path, where)
 	}
 	return pickTrajectory(doc, path, where)

@@ -268,3 +268,28 @@ func TestExecBlackBoxAgentErrors(t *testing.T) {
 		})
 	}
 }
+
+// A hostile response nested millions of levels deep is an error, not a
+// stack overflow (gjson's own validation recurses); nesting up to
+// encoding/json's 10,000 levels is read.
+func TestBlackBoxDeepResponse(t *testing.T) {
+	deep := `{"answer": 1, "calls": ` + strings.Repeat("[", 12<<20) + `]}`
+	for _, cfg := range []HTTPConfig{{Trajectory: "calls", MaxResponseBytes: 16 << 20}, {Output: "answer", MaxResponseBytes: 16 << 20}} {
+		srv := agentServer(t, deep)
+		cfg.URL = srv.URL
+		h, _ := NewHTTP(cfg)
+		_, err := h.Execute(context.Background(), &evalrun.Item{ID: "q1", Input: evalrun.String("x")})
+		h.Close()
+		if err == nil || !strings.Contains(err.Error(), "not JSON") && !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("%+v: error %v, want not JSON", cfg, err)
+		}
+	}
+	args := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
+	srv := agentServer(t, `{"calls": [{"name": "a", "args": `+args+`}]}`)
+	h, _ := NewHTTP(HTTPConfig{URL: srv.URL, Trajectory: "calls"})
+	defer h.Close()
+	out, err := h.Execute(context.Background(), &evalrun.Item{ID: "q1", Input: evalrun.String("x")})
+	if err != nil || len(out.Trajectory.Calls) != 1 || len(out.Trajectory.Calls[0].Args) != len(args) {
+		t.Fatalf("9,000 levels: %v", err)
+	}
+}
