@@ -83,7 +83,7 @@ dataset: {file: data.jsonl}
 target: {kind: echo}
 scorers:
   - {kind: trajectory, mode: ordered}
-`, []string{`suite.yaml:5:30: scorers[0].mode: unknown mode "ordered"; want exact, in_order, any_order, subset or f1 (use exact, in_order, any_order, subset or f1)`}},
+`, []string{`suite.yaml:5:30: scorers[0].mode: unknown mode "ordered"; want exact, in_order, any_order, subset or f1 (in_order, the default, lets other calls come between the expected ones; see docs/suite.md)`}},
 		{"expr misuses steps", `
 dataset: {file: data.jsonl}
 target: {kind: echo}

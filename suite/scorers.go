@@ -37,7 +37,7 @@ var scorerHints = map[string]string{
 	"tool_called.args":        "a mapping the call's arguments must contain, e.g. args: {city: Paris}",
 	"tool_called.count":       "the exact number of matching calls, e.g. count: 1",
 	"tool_called.never":       "never: true passes when there is no matching call; for an exact number use count",
-	"trajectory.mode":         "use exact, in_order, any_order, subset or f1",
+	"trajectory.mode":         "in_order, the default, lets other calls come between the expected ones; see docs/suite.md",
 	"json_schema.schema":      "give a valid JSON Schema",
 	"json_schema.schema_file": "the path is relative to the suite file's directory",
 	"contains.mode":           "use any or all",
