@@ -198,7 +198,7 @@ func toolCall(el gjson.Result) (evalrun.ToolCall, error) {
 	}
 	parsed, err := evalrun.ParseArguments(raw)
 	if err != nil {
-		return call, fmt.Errorf("tool %s: %q: %w", snipName(call.Name), key, err)
+		return call, fmt.Errorf("tool %s: %w", snipName(call.Name), err) // err says "arguments …"
 	}
 	if p := gjson.ParseBytes(parsed); !p.IsObject() {
 		return call, fmt.Errorf("tool %s: %q is %s, want an object of arguments", snipName(call.Name), key, jsonKind(p))

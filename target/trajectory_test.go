@@ -150,7 +150,7 @@ func TestBlackBoxTrajectoryErrors(t *testing.T) {
 		{"name not a string", `{"calls": [{"name": 3}]}`, "calls", []string{`element 0: "name" is a number`}},
 		{"long name", `{"calls": [{"name": "` + strings.Repeat("n", MaxToolNameBytes+1) + `"}]}`, "calls", []string{"at most 1024"}},
 		{"bad arguments string", `{"calls": [{"name": "a", "arguments": "{\"city\": "}]}`, "calls",
-			[]string{`element 0: tool "a": "arguments": arguments "{\"city\":" are not valid JSON`}},
+			[]string{`element 0: tool "a": arguments "{\"city\":" are not valid JSON`}},
 		{"arguments not an object", `{"calls": [{"name": "a", "args": [1]}]}`, "calls", []string{`"args" is an array, want an object`}},
 		{"arguments string holding a number", `{"calls": [{"name": "a", "arguments": "5"}]}`, "calls", []string{`"arguments" is a number`}},
 		{"args and arguments", `{"calls": [{"name": "a", "args": {}, "arguments": "{}"}]}`, "calls", []string{`both "args" and "arguments"`}},
