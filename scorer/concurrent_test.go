@@ -1,6 +1,7 @@
 package scorer_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -28,6 +29,8 @@ func TestAllKindsConcurrent(t *testing.T) {
 - {kind: expr, expression: "output == expected"}
 - {kind: llm_judge, rubric: "is it a cat?"}
 - embedding_similarity
+- {kind: tool_called, tool: search, args: {q: cat}}
+- {kind: trajectory, mode: f1}
 `), &cfgs)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +47,14 @@ func TestAllKindsConcurrent(t *testing.T) {
 		input("b", `"q"`, `"kitten"`, `"cat"`),
 		input("c", `"q"`, `"dog"`, `"cat"`),
 		input("d", `"q"`, `{"x":1}`, `"cat"`),
+	}
+	// The scorers over trajectories see what an agent did.
+	for i := range items {
+		in := &items[i]
+		in.Trajectory = &evalrun.Trajectory{Steps: 2, Calls: []evalrun.ToolCall{
+			{Name: "search", Args: json.RawMessage(`{"q":"cat"}`)},
+			{Name: "fetch", Args: json.RawMessage(fmt.Sprintf(`{"page":%d}`, i))}}}
+		in.Item.ExpectedTrajectory = []evalrun.ExpectedCall{{Name: "search"}, {Name: "fetch", Args: json.RawMessage(`{"page":1}`)}}
 	}
 	scorers := make([]evalrun.Scorer, len(cfgs))
 	for i, cfg := range cfgs {

@@ -39,7 +39,8 @@ type Config struct {
 	// Values (contains) are the substrings to look for; a single string is
 	// accepted in YAML. Default: the item's expected output.
 	Values StringList `yaml:"values,omitempty"`
-	// Mode (contains) is "any" (default) or "all".
+	// Mode (contains) is "any" (default) or "all"; (trajectory) one of
+	// exact, in_order (default), any_order, subset and f1.
 	Mode Mode `yaml:"mode,omitempty"`
 
 	// Pattern (regex) is an RE2 regular expression (Go regexp syntax).
@@ -61,6 +62,16 @@ type Config struct {
 	// Expression (expr) is an expr-lang expression over input, output,
 	// expected and metadata giving a bool or a number in [0,1].
 	Expression string `yaml:"expression,omitempty"`
+
+	// Tool (tool_called) is the name of the tool to look for. Required.
+	Tool string `yaml:"tool,omitempty"`
+	// Args (tool_called) is a mapping the call's arguments must contain
+	// (a subset match); absent matches any arguments.
+	Args any `yaml:"args,omitempty"`
+	// Count (tool_called) requires exactly that many matching calls.
+	Count *int `yaml:"count,omitempty"`
+	// Never (tool_called) passes only when there is no matching call.
+	Never bool `yaml:"never,omitempty"`
 
 	// Rubric (llm_judge) is what the judge grades against.
 	Rubric string `yaml:"rubric,omitempty"`
@@ -87,7 +98,8 @@ type Config struct {
 	line int
 }
 
-// Mode says whether contains needs any or all of its values.
+// Mode says whether contains needs any or all of its values, or how the
+// trajectory scorer compares the calls (ModeExact and the others).
 type Mode string
 
 // The contains modes.
@@ -163,6 +175,23 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: err}
 				}
 			}
+			switch k.Value {
+			case "count":
+				// yaml decodes 1.5 into an int as 1: a count is a whole number as written.
+				if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!int" {
+					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line,
+						Err: errors.New("must be a whole number of calls, 0 or more")}
+				}
+			case "args":
+				// Arguments are compared as JSON: a scalar keeps its text
+				// when yaml would make it a time (2024-01-01).
+				a, err := jsonValue(val, 0)
+				if err != nil {
+					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: err}
+				}
+				cfg.Args = a
+				continue
+			}
 			f := v.FieldByIndex(configField(k.Value))
 			if err := val.Decode(f.Addr().Interface()); err != nil {
 				return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line, Err: yamlCause(err)}
@@ -174,6 +203,53 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 	default:
 		return &ConfigError{Line: node.Line, Err: errors.New("a scorer is a kind name or a mapping with a kind")}
 	}
+}
+
+// jsonValue returns the JSON value of a YAML node: mappings (with their
+// keys as strings), sequences, and scalars as YAML 1.2's core schema reads
+// them, except that a timestamp stays the string it was written as.
+func jsonValue(n *yaml.Node, depth int) (any, error) {
+	if depth > 64 {
+		return nil, errors.New("nested too deeply")
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return jsonValue(n.Alias, depth+1)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := jsonValue(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, e := range n.Content {
+			v, err := jsonValue(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool", "!!null":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return nil, yamlCause(err)
+			}
+			if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+				return nil, fmt.Errorf("%s is not a JSON number", n.Value)
+			}
+			return v, nil
+		}
+		return n.Value, nil
+	}
+	return nil, fmt.Errorf("unexpected YAML node")
 }
 
 // ConfigError is an invalid scorer configuration, found before anything
@@ -271,6 +347,8 @@ var builders = map[string]builder{
 	KindLevenshtein: {[]string{"case_sensitive", "trim"}, buildLevenshtein},
 	KindNumeric:     {[]string{"tolerance", "relative"}, buildNumeric},
 	KindExpr:        {[]string{"expression"}, buildExpr},
+	KindToolCalled:  {[]string{"tool", "args", "count", "never"}, buildToolCalled},
+	KindTrajectory:  {[]string{"mode"}, buildTrajectory},
 	KindLLMJudge: {[]string{"rubric", "max_tokens", "model", "base_url", "api_key_env",
 		"rate_limit", "max_retries", "retry_delay", "price"}, buildLLMJudge},
 	KindEmbeddingSimilarity: {[]string{"model", "base_url", "api_key_env", "rate_limit",
@@ -290,6 +368,8 @@ const (
 	KindExpr                = "expr"
 	KindLLMJudge            = "llm_judge"
 	KindEmbeddingSimilarity = "embedding_similarity"
+	KindToolCalled          = "tool_called"
+	KindTrajectory          = "trajectory"
 )
 
 // Kinds returns the known scorer kinds, sorted.
@@ -300,6 +380,16 @@ func Kinds() []string {
 	}
 	slices.Sort(kinds)
 	return kinds
+}
+
+// Keys returns the keys a scorer of kind may have (every kind's kind, name
+// and threshold, then its own), or nil for an unknown kind.
+func Keys(kind string) []string {
+	b, ok := builders[kind]
+	if !ok {
+		return nil
+	}
+	return append(slices.Clone(commonKeys), b.keys...)
 }
 
 // New validates cfg and returns the scorer it describes. Every error is a

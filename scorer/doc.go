@@ -10,7 +10,9 @@
 // While scoring, a scorer never clamps a bad value: a NaN, a number outside
 // [0,1] or a non-number is an error of kind invalid_output, and a scorer
 // that needs the expected output of an item that has none fails with an
-// error matching [ErrNoExpected].
+// error matching [ErrNoExpected]. The scorers over an agent's tool calls
+// fail with [ErrNoTrajectory] for a target that recorded no trajectory, and
+// trajectory with [ErrNoExpectedTrajectory] for an item that expects none.
 //
 // Values are compared as [evalrun.EqualValues] does: a JSON string as its
 // text, anything else as canonical JSON. "The output's text" is
@@ -40,8 +42,16 @@
 //   - numeric: tolerance (0), relative (false). 1 when |output − expected|
 //     ≤ tolerance (× |expected| when relative); both sides are numbers or
 //     numeric strings.
-//   - expr: expression (expr-lang, over input, output, expected, metadata;
-//     required). A bool gives 1 or 0, a number in [0,1] is the score.
+//   - expr: expression (expr-lang, over input, output, expected, metadata,
+//     trajectory and steps; required). A bool gives 1 or 0, a number in
+//     [0,1] is the score.
+//   - tool_called: tool (required), args (a mapping, matched as a subset),
+//     count (exactly N matching calls), never (no matching call; conflicts
+//     with count). 1 when the agent's trajectory has a matching call.
+//   - trajectory: mode (exact | in_order | any_order | subset | f1;
+//     in_order). The calls made against the item's expected_trajectory;
+//     1 or 0, or the F1 of the matched calls; the reason gives precision
+//     and recall.
 //   - llm_judge: rubric (required), model, base_url, api_key_env,
 //     rate_limit, max_tokens, max_retries, retry_delay. A chat model grades
 //     the output with temperature 0, seed 42 and a JSON reply

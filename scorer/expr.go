@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/evalrun/evalrun"
@@ -21,7 +22,8 @@ type ExprOptions struct {
 	// Threshold defaults to [evalrun.DefaultThreshold].
 	Threshold *float64
 	// Expression is an expr-lang expression (https://expr-lang.org) over
-	// the variables input, output, expected and metadata; required.
+	// the variables input, output, expected, metadata, trajectory and
+	// steps; required.
 	Expression string
 }
 
@@ -29,7 +31,11 @@ type ExprOptions struct {
 // variables are the item's input, the output and the expected output as
 // decoded JSON values (a JSON string is a Go string, a number a float64, an
 // object a map, absent expected is nil; use fromJSON(output) for JSON
-// carried as text), and the item's metadata (a map, empty when absent). A
+// carried as text), the item's metadata (a map, empty when absent), and
+// what an agent did: trajectory, its tool calls as a list of maps {name,
+// args (decoded), output (decoded; nil when none), error ("" when none),
+// mocked, latency_ms (nil when not measured)}, empty when the target
+// recorded none, and steps, its model turns (an int, 0 when none). A
 // bool result scores 1 or 0; a number result is the score and must be in
 // [0,1]. Any other result, a NaN or a number outside [0,1] is a scorer error
 // of kind invalid_output; an evaluation error is a permanent scorer error.
@@ -38,6 +44,9 @@ type Expr struct {
 	base
 	source  string
 	program *vm.Program
+	// usesTrajectory: the expression names trajectory, so Score decodes
+	// the calls (only then: a trajectory may be long).
+	usesTrajectory bool
 }
 
 var (
@@ -45,13 +54,16 @@ var (
 	_ evalrun.Thresholder = (*Expr)(nil)
 )
 
-// exprEnv holds the variables of an expression. Their static type is any,
-// so the checker leaves them dynamic.
+// exprEnv holds the variables of an expression. The item's are of static
+// type any, so the checker leaves them dynamic; trajectory is a list of
+// maps (so that all(trajectory, .name != "x") checks) and steps an int.
 type exprEnv struct {
-	Input    any            `expr:"input"`
-	Output   any            `expr:"output"`
-	Expected any            `expr:"expected"`
-	Metadata map[string]any `expr:"metadata"`
+	Input      any              `expr:"input"`
+	Output     any              `expr:"output"`
+	Expected   any              `expr:"expected"`
+	Metadata   map[string]any   `expr:"metadata"`
+	Trajectory []map[string]any `expr:"trajectory"`
+	Steps      int              `expr:"steps"`
 }
 
 // NewExpr compiles opts.Expression and returns an expr scorer. A missing
@@ -69,7 +81,11 @@ func NewExpr(opts ExprOptions) (*Expr, error) {
 	if err != nil {
 		return nil, b.configError("expression", fmt.Errorf("does not compile: %w", err))
 	}
-	return &Expr{base: b, source: opts.Expression, program: prog}, nil
+	uses := ast.Find(prog.Node(), func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		return ok && id.Value == "trajectory"
+	}) != nil
+	return &Expr{base: b, source: opts.Expression, program: prog, usesTrajectory: uses}, nil
 }
 
 func buildExpr(c Config, b base, _ Deps) (evalrun.Scorer, error) {
@@ -84,6 +100,12 @@ func (s *Expr) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, e
 		env.Expected = decodeJSON(it.Expected)
 		if it.Metadata != nil {
 			env.Metadata = it.Metadata
+		}
+	}
+	if tr := in.Trajectory; tr != nil {
+		env.Steps = tr.Steps
+		if s.usesTrajectory {
+			env.Trajectory = exprCalls(tr.Calls)
 		}
 	}
 	res, err := expr.Run(s.program, env)
@@ -128,6 +150,30 @@ func (s *Expr) Score(_ context.Context, in evalrun.ScoreInput) (evalrun.Score, e
 		v = 0
 	}
 	return evalrun.Score{Value: v, Reason: fmt.Sprintf("%s is %v", s.source, v)}, nil
+}
+
+// exprCalls returns the calls as the maps an expression sees.
+func exprCalls(calls []evalrun.ToolCall) []map[string]any {
+	out := make([]map[string]any, len(calls))
+	for i, c := range calls {
+		var latency any
+		if c.LatencyMS != nil {
+			latency = *c.LatencyMS
+		}
+		args := decodeJSON(c.Args)
+		if args == nil {
+			args = map[string]any{}
+		}
+		out[i] = map[string]any{
+			"name":       c.Name,
+			"args":       args,
+			"output":     decodeJSON(c.Output),
+			"error":      c.Error,
+			"mocked":     c.Mocked,
+			"latency_ms": latency,
+		}
+	}
+	return out
 }
 
 // decodeJSON returns the Go value of raw (nil when empty); raw that is not

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/suggest"
 	"github.com/evalrun/evalrun/scorer"
 	"github.com/evalrun/evalrun/target"
 )
@@ -31,7 +32,12 @@ var scorerKeys = func() []string {
 var scorerHints = map[string]string{
 	"*.threshold":             "use a number between 0 and 1",
 	"regex.pattern":           "use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax",
-	"expr.expression":         "expr-lang syntax over input, output, expected and metadata, giving a bool or a number in [0,1]",
+	"expr.expression":         "expr-lang syntax over input, output, expected, metadata, trajectory and steps, giving a bool or a number in [0,1]",
+	"tool_called.tool":        "the name of a tool the agent may call, e.g. tool: get_weather",
+	"tool_called.args":        "a mapping the call's arguments must contain, e.g. args: {city: Paris}",
+	"tool_called.count":       "the exact number of matching calls, e.g. count: 1",
+	"tool_called.never":       "never: true passes when there is no matching call; for an exact number use count",
+	"trajectory.mode":         "in_order, the default, lets other calls come between the expected ones; see docs/suite.md",
 	"json_schema.schema":      "give a valid JSON Schema",
 	"json_schema.schema_file": "the path is relative to the suite file's directory",
 	"contains.mode":           "use any or all",
@@ -89,13 +95,13 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 	case yaml.ScalarNode:
 	case yaml.MappingNode:
 		ok := true
+		kindNode = p.value(e, "kind")
 		for i := 0; i+1 < len(e.Content); i += 2 {
 			if k := e.Content[i]; !contains(scorerKeys, k.Value) {
-				p.ps.at(k, path+"."+k.Value, unknownKeyHint(k.Value, scorerKeys), "unknown key")
+				p.ps.at(k, path+"."+k.Value, p.scorerKeyHint(k.Value, kindNode), "unknown key")
 				ok = false
 			}
 		}
-		kindNode = p.value(e, "kind")
 		if kindNode == nil {
 			p.ps.at(e, path+".kind", "known kinds: "+strings.Join(scorer.Kinds(), ", "), "missing")
 			return nil, scorer.Config{}
@@ -130,6 +136,33 @@ func (p *parser) scorer(e *yaml.Node, path string, deps scorer.Deps) (evalrun.Sc
 		return nil, scorer.Config{}
 	}
 	return s, cfg
+}
+
+// scorerKeyAliases are keys people write for a scorer key, by the other
+// tools' names, with the key they mean.
+var scorerKeyAliases = map[string]string{"arguments": "args", "times": "count", "tool_name": "tool"}
+
+// scorerKeyHint is the hint for an unknown key of a scorer: the key of its
+// kind it likely means, and that kind's keys (every key when the kind is
+// unknown).
+func (p *parser) scorerKeyHint(key string, kindNode *yaml.Node) string {
+	known := scorerKeys
+	if kindNode != nil {
+		if keys := scorer.Keys(kindNode.Value); keys != nil {
+			known = keys
+		}
+	}
+	guess := scorerKeyAliases[key]
+	if !contains(known, guess) {
+		// Nearest misses a swap of two letters (mdoe); Key does not.
+		if guess = suggest.Nearest(key, known); guess == "" {
+			guess = suggest.Key(key, known)
+		}
+	}
+	if guess == "" {
+		return "known keys: " + strings.Join(known, ", ")
+	}
+	return fmt.Sprintf("did you mean %q? known keys: %s", guess, strings.Join(known, ", "))
 }
 
 // scorerProblem reports a scorer.ConfigError at its key.

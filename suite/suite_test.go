@@ -171,8 +171,8 @@ fail_on:
 		`suite.yaml:2:1: datset: unknown key (did you mean "dataset"? known keys: name, dataset, target, scorers, execution, fail_on)`,
 		`suite.yaml:4:9: target.kind: unknown target kind "htp" (did you mean "http"? known kinds: echo, exec, http, openai, scorer, workflow)`,
 		"suite.yaml:8:14: scorers[1].pattern: invalid regular expression: error parsing regexp: missing closing ): `(unclosed` (use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax)",
-		`suite.yaml:9:11: scorers[2].kind: unknown scorer kind "fooo" (known kinds: contains, embedding_similarity, exact_match, expr, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex)`,
-		`suite.yaml:11:5: scorers[3].valuez: unknown key (did you mean "values"? known keys: kind, name, threshold, case_sensitive, trim, values, mode, pattern, schema, schema_file, tolerance, relative, expression, rubric, max_tokens, model, base_url, api_key_env, rate_limit, max_retries, retry_delay, price)`,
+		`suite.yaml:9:11: scorers[2].kind: unknown scorer kind "fooo" (known kinds: contains, embedding_similarity, exact_match, expr, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`,
+		`suite.yaml:11:5: scorers[3].valuez: unknown key (did you mean "values"? known keys: kind, name, threshold, values, mode, case_sensitive)`,
 		`suite.yaml:12:5: scorers[4].name: duplicate scorer name "exact_match", already used by scorers[0] (give each scorer a unique name with name: NAME)`,
 		`suite.yaml:14:16: scorers[5].threshold: 2 is outside [0,1] (use a number between 0 and 1)`,
 		`suite.yaml:16:17: scorers[6].expression: not an option of regex (its options: pattern)`,
@@ -211,7 +211,7 @@ func TestParseStructure(t *testing.T) {
 		}},
 		{"target problems", "dataset: {name: d}\ntarget: {kind: http, url: ftp://x, rate_limit: 5/h0ur, retries: 3}\nscorers: [exact_match]\n", []string{
 			`suite.yaml:2:48: target.rate_limit: rate "5/h0ur": unit "h0ur" is not s or m (e.g. 20/s or 600/m)`,
-			`suite.yaml:2:56: target.retries: unknown key (known keys: kind, name, rate_limit, url, method, headers, body, output, max_response_bytes)`,
+			`suite.yaml:2:56: target.retries: unknown key (known keys: kind, name, rate_limit, url, method, headers, body, output, trajectory, max_response_bytes)`,
 		}},
 		{"http config", "dataset: {name: d}\ntarget: {kind: http, url: ftp://x}\nscorers: [exact_match]\n", []string{
 			`suite.yaml:2:27: target.url: "ftp://x": scheme must be http or https (e.g. http://127.0.0.1:8080/answer)`,

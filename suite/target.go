@@ -32,8 +32,8 @@ var targetKinds map[string]targetKind
 func init() {
 	targetKinds = map[string]targetKind{
 		"echo": {nil, func(*parser, string, *yaml.Node, *yaml.Node) (evalrun.Target, string) { return target.Echo{}, "echo" }},
-		"http": {[]string{"url", "method", "headers", "body", "output", "max_response_bytes"}, buildHTTP},
-		"exec": {[]string{"command", "env", "dir", "max_output_bytes"}, buildExec},
+		"http": {[]string{"url", "method", "headers", "body", "output", "trajectory", "max_response_bytes"}, buildHTTP},
+		"exec": {[]string{"command", "env", "dir", "output", "trajectory", "max_output_bytes"}, buildExec},
 		"openai": {[]string{"base_url", "api_key_env", "model", "system", "prompt", "temperature",
 			"max_tokens", "seed", "params", "price", "max_response_bytes", "tools", "max_steps"}, buildOpenAI},
 		"workflow": {[]string{"steps"}, buildWorkflow},
@@ -212,6 +212,8 @@ func (p *parser) targetProblem(n *yaml.Node, path string, err error) {
 		hint = "e.g. http://127.0.0.1:8080/answer"
 	case "dir":
 		hint = "the path is relative to the suite file's directory"
+	case "output", "trajectory":
+		hint = "a gjson path, e.g. result.calls; see https://github.com/tidwall/gjson/blob/master/SYNTAX.md"
 	}
 	p.ps.at(at, path+"."+ce.Key, hint, "%v", ce.Err)
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/evalrun/evalrun"
 )
 
@@ -36,6 +38,14 @@ type ExecConfig struct {
 	// MaxOutputBytes caps standard output; 0 means
 	// [DefaultMaxResponseBytes]. More is a permanent error.
 	MaxOutputBytes int64 `yaml:"max_output_bytes" json:"max_output_bytes,omitempty"`
+	// Output, when set, is a gjson path into the JSON standard output
+	// picking the output (as for [HTTPConfig]); empty means the whole of
+	// standard output.
+	Output string `yaml:"output" json:"output,omitempty"`
+	// Trajectory, when set, makes the program a black-box agent: a gjson
+	// path into its JSON standard output naming the tool calls it made
+	// (see [HTTPConfig.Trajectory]).
+	Trajectory string `yaml:"trajectory" json:"trajectory,omitempty"`
 }
 
 // Validate reports the first bad value as a *[ConfigError] naming its key.
@@ -60,6 +70,16 @@ func (c *ExecConfig) Validate() error {
 	if c.MaxOutputBytes < 0 {
 		return configErrorf("max_output_bytes", "must not be negative, got %d", c.MaxOutputBytes)
 	}
+	if c.Output != "" {
+		if err := checkPath("output", c.Output); err != nil {
+			return err
+		}
+	}
+	if c.Trajectory != "" {
+		if err := checkPath("trajectory", c.Trajectory); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -76,6 +96,13 @@ func (c *ExecConfig) Validate() error {
 //     trailing newline ("\n" or "\r\n") removed;
 //   - output that is not valid UTF-8 is a permanent error ([ErrInvalidUTF8]).
 //
+// With an output path, standard output must be JSON and the output is the
+// value at the path (not JSON, or nothing there, is a permanent
+// [ErrMalformedResponse]). With a trajectory path, the tool calls at that
+// path are the output's trajectory; standard output that is not JSON or
+// holds no valid trajectory there fails the item with kind invalid_output
+// ([ErrInvalidTrajectory]).
+//
 // A non-zero exit status is a permanent error, an *[ExecError] carrying the
 // tail of standard error. The program runs in its own process group. When
 // ctx ends (a timeout or a cancel) the whole group is killed with SIGKILL,
@@ -84,11 +111,13 @@ func (c *ExecConfig) Validate() error {
 // session escapes this). The timeout of one attempt is transient, a cancel
 // is canceled. Exec is safe for concurrent use.
 type Exec struct {
-	path string
-	args []string
-	env  []string
-	dir  string
-	max  int64
+	path   string
+	args   []string
+	env    []string
+	dir    string
+	max    int64
+	output string // the output path, or ""
+	traj   string // the trajectory path, or ""
 }
 
 var _ evalrun.Target = (*Exec)(nil)
@@ -117,7 +146,8 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 			return nil, configErrorf("command", "%w", err)
 		}
 	}
-	x := &Exec{path: path, args: cfg.Command[1:], dir: cfg.Dir, max: cfg.MaxOutputBytes}
+	x := &Exec{path: path, args: cfg.Command[1:], dir: cfg.Dir, max: cfg.MaxOutputBytes,
+		output: cfg.Output, traj: cfg.Trajectory}
 	if x.max == 0 {
 		x.max = DefaultMaxResponseBytes
 	}
@@ -245,7 +275,24 @@ func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	if err != nil {
 		return evalrun.Output{}, err
 	}
-	return evalrun.Output{Value: v}, nil
+	out := evalrun.Output{Value: v}
+	if x.output != "" {
+		doc := bytes.TrimSpace(stdout)
+		if !json.Valid(doc) { // not gjson.ValidBytes: see trajectoryOf
+			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: standard output is not JSON (output path %q)", ErrMalformedResponse, x.output))
+		}
+		res := gjson.GetBytes(doc, x.output)
+		if !res.Exists() {
+			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: output path %q not found in standard output", ErrMalformedResponse, x.output))
+		}
+		out.Value = json.RawMessage(res.Raw)
+	}
+	if x.traj != "" {
+		if out.Trajectory, err = trajectoryOf(bytes.TrimSpace(stdout), x.traj, "standard output"); err != nil {
+			return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorInvalidOutput, Err: err}
+		}
+	}
+	return out, nil
 }
 
 // drainGrace is how long the readers may take once the process group is

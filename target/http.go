@@ -34,6 +34,11 @@ type HTTPConfig struct {
 	// Output is a gjson path into the JSON response picking the output;
 	// empty means the whole body.
 	Output string `yaml:"output" json:"output,omitempty"`
+	// Trajectory, when set, makes the target a black-box agent: a gjson
+	// path into the JSON response naming the tool calls the agent made,
+	// an array of {"name", "args" | "arguments", "output"?, "error"?}
+	// ("arguments" may be OpenAI's JSON string) or null for none.
+	Trajectory string `yaml:"trajectory" json:"trajectory,omitempty"`
 	// MaxResponseBytes caps the response body; 0 means
 	// [DefaultMaxResponseBytes]. A larger body is a permanent error.
 	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes,omitempty"`
@@ -82,6 +87,16 @@ func (c *HTTPConfig) check() (*Template, error) {
 	if c.MaxResponseBytes < 0 {
 		return nil, configErrorf("max_response_bytes", "must not be negative, got %d", c.MaxResponseBytes)
 	}
+	if c.Output != "" {
+		if err := checkPath("output", c.Output); err != nil {
+			return nil, err
+		}
+	}
+	if c.Trajectory != "" {
+		if err := checkPath("trajectory", c.Trajectory); err != nil {
+			return nil, err
+		}
+	}
 	if c.Body == "" {
 		return nil, nil
 	}
@@ -91,7 +106,11 @@ func (c *HTTPConfig) check() (*Template, error) {
 // HTTP is a target calling a JSON HTTP endpoint. Each item is one request;
 // a 2xx response's body (or the part its output path picks) is the output.
 // A non-2xx status is an error, never scored; see the package
-// documentation for the error classes. It is safe for concurrent use.
+// documentation for the error classes. With a trajectory path the target
+// is a black-box agent: the tool calls at that path in the response are
+// the output's trajectory, and a response without a valid trajectory there
+// fails the item with kind invalid_output ([ErrInvalidTrajectory]). It is
+// safe for concurrent use.
 type HTTP struct {
 	url     string
 	method  string
@@ -99,6 +118,7 @@ type HTTP struct {
 	body    *Template
 	noBody  bool
 	path    string
+	traj    string // the trajectory path; "" when not an agent
 	max     int64
 	client  *http.Client
 	ownsCli bool
@@ -126,6 +146,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		header: make(http.Header, len(cfg.Headers)+1),
 		body:   body,
 		path:   cfg.Output,
+		traj:   cfg.Trajectory,
 		max:    cfg.MaxResponseBytes,
 		client: cfg.Client,
 		clock:  cfg.Clock,
@@ -228,7 +249,13 @@ func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	if err != nil {
 		return evalrun.Output{}, malformed(resp.StatusCode, err)
 	}
-	return evalrun.Output{Value: v}, nil
+	out := evalrun.Output{Value: v}
+	if t.traj != "" {
+		if out.Trajectory, err = trajectoryOf(raw, t.traj, "the response"); err != nil {
+			return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorInvalidOutput, StatusCode: resp.StatusCode, Err: err}
+		}
+	}
+	return out, nil
 }
 
 // pick extracts the output from a 2xx body.
@@ -249,7 +276,7 @@ func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 		}
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
 	}
-	if !gjson.ValidBytes(raw) {
+	if !json.Valid(raw) { // not gjson.ValidBytes: see trajectoryOf
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
 	}
 	res := gjson.GetBytes(raw, t.path)

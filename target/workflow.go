@@ -47,6 +47,9 @@ type WorkflowResult struct {
 	Usage evalrun.Usage
 	// TraceID links the run to a trace, when the workflow has one.
 	TraceID string
+	// Trajectory is what the workflow's agents did, whatever the status
+	// (a failed run's up to its failure); nil when no step is an agent.
+	Trajectory *evalrun.Trajectory
 }
 
 // Workflow is a multi-step process defined in Go. Run must be safe for
@@ -114,18 +117,18 @@ func NewWorkflow(w Workflow) *WorkflowTarget { return &WorkflowTarget{w: w} }
 // Execute runs the workflow. A success gives its output; any other status
 // gives an *[evalrun.Error] wrapping a *[WorkflowError]: kind tripwire for
 // a tripwire, the cause's kind for a failure (permanent when unknown), and
-// permanent for suspended, paused and unknown statuses. The error carries
-// the workflow's usage.
+// permanent for suspended, paused and unknown statuses. The output, or the
+// error, carries the workflow's usage and trajectory.
 func (t *WorkflowTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
 	res := t.w.Run(ctx, item)
 	we := &WorkflowError{Status: res.Status, Step: res.Step, Reason: res.Reason, Err: res.Err}
-	e := &evalrun.Error{Kind: evalrun.ErrorPermanent, Usage: res.Usage, Err: we}
+	e := &evalrun.Error{Kind: evalrun.ErrorPermanent, Usage: res.Usage, Trajectory: res.Trajectory, Err: we}
 	switch res.Status {
 	case WorkflowSuccess:
 		if res.Err != nil {
 			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("workflow success with an error: %w", res.Err))
 		}
-		return evalrun.Output{Value: res.Output, Usage: res.Usage, TraceID: res.TraceID}, nil
+		return evalrun.Output{Value: res.Output, Usage: res.Usage, TraceID: res.TraceID, Trajectory: res.Trajectory}, nil
 	case WorkflowFailed:
 		if res.Err == nil {
 			we.Err = errors.New("no cause given")
@@ -179,8 +182,10 @@ type Guard struct {
 
 // Steps is a [Workflow] of ordered steps, each a target or a guard; the
 // output of a step is the input of the next, and the last value is the
-// workflow's output. It is safe for concurrent use when its targets and
-// scorers are.
+// workflow's output. When steps are agents (their outputs carry a
+// trajectory), the workflow's trajectory is theirs concatenated in step
+// order, with their steps summed; a guard scores with the trajectory so
+// far. It is safe for concurrent use when its targets and scorers are.
 type Steps struct {
 	steps []Step
 }
@@ -214,17 +219,18 @@ func NewSteps(steps ...Step) (*Steps, error) {
 // Run runs the steps in order for item.
 func (w *Steps) Run(ctx context.Context, item *evalrun.Item) WorkflowResult {
 	var usage evalrun.Usage
+	var traj *evalrun.Trajectory
 	cur := item.Input
 	trace := ""
 	fail := func(step string, err error) WorkflowResult {
-		return WorkflowResult{Status: WorkflowFailed, Step: step, Err: err, Usage: usage, TraceID: trace}
+		return WorkflowResult{Status: WorkflowFailed, Step: step, Err: err, Usage: usage, TraceID: trace, Trajectory: traj}
 	}
 	for _, s := range w.steps {
 		if err := ctx.Err(); err != nil {
 			return fail(s.Name, ClassifyTransport(context.Cause(ctx)))
 		}
 		if s.Guard != nil {
-			sc, err := s.Guard.Scorer.Score(ctx, evalrun.ScoreInput{Item: item, Output: cur})
+			sc, err := s.Guard.Scorer.Score(ctx, evalrun.ScoreInput{Item: item, Output: cur, Trajectory: traj})
 			usage.Add(sc.Usage)
 			if err != nil {
 				usage.Add(evalrun.UsageOf(err))
@@ -238,7 +244,7 @@ func (w *Steps) Run(ctx context.Context, item *evalrun.Item) WorkflowResult {
 				if sc.Reason != "" {
 					reason += ": " + sc.Reason
 				}
-				return WorkflowResult{Status: WorkflowTripwire, Step: s.Name, Reason: reason, Usage: usage, TraceID: trace}
+				return WorkflowResult{Status: WorkflowTripwire, Step: s.Name, Reason: reason, Usage: usage, TraceID: trace, Trajectory: traj}
 			}
 			continue
 		}
@@ -251,14 +257,32 @@ func (w *Steps) Run(ctx context.Context, item *evalrun.Item) WorkflowResult {
 		}
 		if err != nil {
 			usage.Add(evalrun.UsageOf(err))
+			traj = appendTrajectory(traj, evalrun.TrajectoryOf(err))
 			return fail(s.Name, err)
 		}
+		traj = appendTrajectory(traj, out.Trajectory)
 		if len(out.Value) == 0 {
 			return fail(s.Name, evalrun.Errorf(evalrun.ErrorInvalidOutput, "step returned no output"))
 		}
 		cur = out.Value
 	}
-	return WorkflowResult{Status: WorkflowSuccess, Output: cur, Step: w.steps[len(w.steps)-1].Name, Usage: usage, TraceID: trace}
+	return WorkflowResult{Status: WorkflowSuccess, Output: cur, Step: w.steps[len(w.steps)-1].Name, Usage: usage, TraceID: trace,
+		Trajectory: traj}
+}
+
+// appendTrajectory returns acc with t's calls and steps added; nil while
+// neither is set. acc is the workflow's own (t is never kept): a step's
+// trajectory may be shared, a cached one for instance.
+func appendTrajectory(acc, t *evalrun.Trajectory) *evalrun.Trajectory {
+	if t == nil {
+		return acc
+	}
+	if acc == nil {
+		acc = &evalrun.Trajectory{Calls: make([]evalrun.ToolCall, 0, len(t.Calls))}
+	}
+	acc.Steps += t.Steps
+	acc.Calls = append(acc.Calls, t.Calls...)
+	return acc
 }
 
 // Close closes every step target and guard scorer that is an
