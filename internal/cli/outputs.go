@@ -47,6 +47,12 @@ func (s *savedOutputs) Execute(_ context.Context, item *evalrun.Item) (evalrun.O
 	return o, nil
 }
 
+// maxReplayedCalls bounds the tool calls of one line's "trajectory": far
+// above what an agent makes for one item (the openai target stops after
+// max_steps turns), low enough that a hostile file cannot make every
+// repeat and scorer hold millions of calls (a line may be 16 MiB).
+const maxReplayedCalls = 10_000
+
 // outputsKeys are the keys of a line of an --outputs file.
 var outputsKeys = []string{"id", "output", "trajectory", "steps"}
 
@@ -190,6 +196,10 @@ func parseTrajectory(rawCalls, rawSteps json.RawMessage) (*evalrun.Trajectory, e
 	if json.Unmarshal(rawCalls, &list) != nil || list == nil {
 		return nil, fmt.Errorf(`"trajectory" must be a list of tool calls [{"name", "args", "output"}, ...], got %s`, jsonKind(rawCalls))
 	}
+	if len(list) > maxReplayedCalls {
+		return nil, fmt.Errorf(`"trajectory" has %d calls, more than the limit of %d`, len(list), maxReplayedCalls)
+	}
+	t.Calls = make([]evalrun.ToolCall, 0, len(list))
 	for i, raw := range list {
 		c, err := parseCall(raw)
 		if err != nil {

@@ -182,3 +182,27 @@ func TestOutputsStoreTrajectories(t *testing.T) {
 		}
 	}
 }
+
+// A line's trajectory holds at most maxReplayedCalls calls.
+func TestReadOutputsTrajectoryLimit(t *testing.T) {
+	calls := func(n int) string {
+		return `{"id": "a", "output": "x", "trajectory": [` + strings.TrimSuffix(strings.Repeat(`{"name":"t"},`, n), ",") + "]}\n"
+	}
+	dir := t.TempDir()
+	at := filepath.Join(dir, "at.jsonl")
+	past := filepath.Join(dir, "past.jsonl")
+	if err := os.WriteFile(at, []byte(calls(maxReplayedCalls)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(past, []byte(calls(maxReplayedCalls+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := readOutputs(at)
+	if err != nil || len(s.trajectories["a"].Calls) != maxReplayedCalls {
+		t.Fatalf("a trajectory at the limit: %v", err)
+	}
+	_, err = readOutputs(past)
+	if err == nil || !strings.Contains(err.Error(), `past.jsonl:1: item "a": "trajectory" has 10001 calls, more than the limit of 10000`) || ExitCode(err) != ExitUsage {
+		t.Fatalf("a trajectory past the limit: %v", err)
+	}
+}
