@@ -41,12 +41,14 @@ type Item struct {
 	// strings) defines cohorts in reports.
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// ToolMocks answer an agent's tool calls on this item (see [ToolMock]
-	// and [Item.MockFor]); nil when the item mocks nothing.
-	ToolMocks []ToolMock `json:"tool_mocks,omitempty"`
+	// and [Item.MockFor]); nil when the item mocks nothing. omitzero, not
+	// omitempty: an exported item keeps [] apart from absent, so that
+	// re-importing an export is no change.
+	ToolMocks []ToolMock `json:"tool_mocks,omitzero"`
 	// ExpectedTrajectory is the tool calls the agent should make, for the
 	// trajectory scorer. nil means absent; an empty non-nil list means "no
 	// call" and is kept apart by every store.
-	ExpectedTrajectory []ExpectedCall `json:"expected_trajectory,omitempty"`
+	ExpectedTrajectory []ExpectedCall `json:"expected_trajectory,omitzero"`
 }
 
 // Tags returns the item's metadata.tags as a list: a string tag becomes a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
+	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
 var _ evalrun.Store = (*Store)(nil)
@@ -159,6 +160,10 @@ func copyItem(it *evalrun.Item) *evalrun.Item {
 		// A JSON round trip gives the same types the SQL stores give back.
 		c.Metadata, _ = dataset.UnmarshalMetadata(b)
 	}
+	// The same for the agent keys: what SQL stores keep (MarshalAgent),
+	// read back alike. PlanVersion hashed them already, so they marshal.
+	mocks, expected, _ := dataset.MarshalAgent(it)
+	_ = dataset.UnmarshalAgent(c, mocks, expected)
 	return c
 }
 
@@ -393,6 +398,18 @@ func (s *Store) WriteResults(_ context.Context, results []*evalrun.ItemResult) e
 		c := &copies[i]
 		*c = *r
 		c.Item = nil
+		if r.Trajectory != nil {
+			// Stored as the SQL stores store it, so that every store reads
+			// back the same trajectory (Calls [] for none, compact JSON)
+			// and refuses the same ones.
+			b, err := sqlstore.MarshalTrajectory(r.Trajectory)
+			if err == nil {
+				c.Trajectory, err = sqlstore.UnmarshalTrajectory(b)
+			}
+			if err != nil {
+				return fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
+			}
+		}
 		c.StartedAt = r.StartedAt.UTC()
 		c.CompletedAt = r.CompletedAt.UTC()
 		if len(r.Scores) > 0 {
@@ -486,6 +503,11 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 		n++
 		c := *r
 		c.Scores = slices.Clone(r.Scores)
+		if r.Trajectory != nil {
+			t := *r.Trajectory
+			t.Calls = slices.Clone(t.Calls)
+			c.Trajectory = &t
+		}
 		sortScores(c.Scores, order)
 		if it := byID[c.ItemID]; it != nil {
 			ic := *it

@@ -83,7 +83,7 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 	}
 	var rowErr error
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"dataset_items"},
-		[]string{"dataset", "item_id", "valid_from", "ord", "hash", "input", "expected", "metadata"},
+		[]string{"dataset", "item_id", "valid_from", "ord", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"},
 		pgx.CopyFromSlice(len(plan.Insert), func(i int) ([]any, error) {
 			r := plan.Insert[i]
 			meta, err := dataset.MarshalMetadata(r.Item.Metadata)
@@ -91,7 +91,13 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 				rowErr = fmt.Errorf("item %q: %w", r.Item.ID, err)
 				return nil, rowErr
 			}
-			return []any{name, pgText(r.Item.ID), v.Version, r.Key, r.Hash, []byte(r.Item.Input), blob(r.Item.Expected), blob(meta)}, nil
+			mocks, expected, err := dataset.MarshalAgent(r.Item)
+			if err != nil {
+				rowErr = fmt.Errorf("item %q: %w", r.Item.ID, err)
+				return nil, rowErr
+			}
+			return []any{name, pgText(r.Item.ID), v.Version, r.Key, r.Hash, []byte(r.Item.Input), blob(r.Item.Expected), blob(meta),
+				blob(mocks), blob(expected)}, nil
 		}))
 	if rowErr != nil {
 		return fail(rowErr)
@@ -234,7 +240,7 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 	if err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT item_id, input, expected, metadata FROM dataset_items
+	rows, err := s.pool.Query(ctx, `SELECT item_id, input, expected, metadata, tool_mocks, expected_trajectory FROM dataset_items
 		WHERE dataset = $1 AND valid_from <= $2 AND (valid_to IS NULL OR valid_to > $2) ORDER BY ord`, name, v)
 	if err != nil {
 		return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
@@ -242,8 +248,8 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 	defer rows.Close()
 	for rows.Next() {
 		it := &evalrun.Item{}
-		var input, expected, meta []byte
-		if err := rows.Scan(&it.ID, &input, &expected, &meta); err != nil {
+		var input, expected, meta, mocks, expectedCalls []byte
+		if err := rows.Scan(&it.ID, &input, &expected, &meta, &mocks, &expectedCalls); err != nil {
 			return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
 		}
 		it.ID = fromPGText(it.ID)
@@ -252,6 +258,9 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 			it.Expected = expected
 		}
 		if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
+			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
+		}
+		if err := dataset.UnmarshalAgent(it, mocks, expectedCalls); err != nil {
 			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
 		}
 		if err := fn(it); err != nil {

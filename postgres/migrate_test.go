@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/evalrun/evalrun/postgres/pgtest"
 	"github.com/evalrun/evalrun/storetest"
@@ -50,4 +52,64 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
 	}
 	storetest.MigratedRun(t, s, "old")
+}
+
+// TestMigrateFromVersion4 opens a database left at schema version 4 (before
+// agents) with a dataset, a run and a result in it: Open applies version 5,
+// the old rows read back without mocks or trajectories, and the new columns
+// take values.
+func TestMigrateFromVersion4(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	all, err := sqlstore.LoadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 5 || all[4].Name != "005_agents.sql" {
+		t.Fatalf("migrations %d, want 005_agents.sql as the fifth", len(all))
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, pool, all[:4]); err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	it := &evalrun.Item{ID: "a", Input: evalrun.String("q"), Expected: evalrun.String("x")}
+	plan, err := dataset.PlanVersion(false, nil, []*evalrun.Item{it})
+	if err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO datasets VALUES ('old', 1, 1, now(), now())`, nil},
+		{`INSERT INTO dataset_versions VALUES ('old', 1, now(), 1, 1, 0, 0)`, nil},
+		{`INSERT INTO dataset_items (dataset, item_id, valid_from, ord, hash, input, expected) VALUES ('old', 'a', 1, $1, $2, $3, $4)`,
+			[]any{plan.Insert[0].Key, plan.Insert[0].Hash, []byte(it.Input), []byte(it.Expected)}},
+		{`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded, failed, skipped,
+			persist_errors, error, created_at) VALUES ('old', 'n', 'old', 1, '{}', '[]', 'completed', 1, 1, 0, 0, 0, '', now())`, nil},
+		{`INSERT INTO results (run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns, trace_id, cache_hit)
+			VALUES ('old', 0, 0, 'a', '"x"'::bytea, '', '', 1, 0, 5, '', false)`, nil},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
+			pool.Close()
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	pool.Close()
+
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open of a version 4 database: %v", err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
+		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
+	}
+	storetest.MigratedAgents(t, s, "old")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,7 +15,8 @@ import (
 
 var (
 	resultCols = []string{"run_id", "idx", "rep", "item_id", "output", "error", "error_kind", "attempts", "retry_count",
-		"latency_ns", "input_tokens", "output_tokens", "cost_usd", "trace_id", "cache_hit", "started_at", "completed_at"}
+		"latency_ns", "input_tokens", "output_tokens", "cost_usd", "trace_id", "cache_hit", "started_at", "completed_at",
+		"trajectory"}
 	scoreCols = []string{"run_id", "idx", "rep", "pos", "scorer", "score", "passed", "reason", "error", "error_kind",
 		"input_tokens", "output_tokens", "cost_usd"}
 )
@@ -69,12 +71,21 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tmp_results (LIKE results) ON COMMIT DELETE ROWS`); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
+	var rowErr error
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tmp_results"}, resultCols, pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
 		r := results[i]
+		traj, err := sqlstore.MarshalTrajectory(r.Trajectory)
+		if err != nil {
+			rowErr = fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
+			return nil, rowErr
+		}
 		return []any{r.RunID, r.Index, r.Repeat, pgText(r.ItemID), blob(r.Output), pgText(r.Error), string(r.ErrorKind), r.Attempts, r.RetryCount,
 			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, pgText(r.TraceID), r.CacheHit,
-			ts(r.StartedAt), ts(r.CompletedAt)}, nil
+			ts(r.StartedAt), ts(r.CompletedAt), blob(traj)}, nil
 	})); err != nil {
+		if rowErr != nil {
+			return rowErr
+		}
 		return fmt.Errorf("write results: copy: %w", err)
 	}
 	var missing string
@@ -91,7 +102,8 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 			error = excluded.error, error_kind = excluded.error_kind, attempts = excluded.attempts,
 			retry_count = excluded.retry_count, latency_ns = excluded.latency_ns, input_tokens = excluded.input_tokens,
 			output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, trace_id = excluded.trace_id,
-			cache_hit = excluded.cache_hit, started_at = excluded.started_at, completed_at = excluded.completed_at
+			cache_hit = excluded.cache_hit, started_at = excluded.started_at, completed_at = excluded.completed_at,
+			trajectory = excluded.trajectory
 		RETURNING run_id, idx, rep, xmax <> 0`)
 	if err != nil {
 		return fmt.Errorf("write results: upsert: %w", err)
@@ -172,6 +184,8 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
 			r.started_at, r.completed_at,
 			i.id, CASE WHEN first THEN i.input END, CASE WHEN first THEN i.expected END, CASE WHEN first THEN i.metadata END,
+			CASE WHEN first THEN r.trajectory END, CASE WHEN first THEN i.tool_mocks END,
+			CASE WHEN first THEN i.expected_trajectory END,
 			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
 		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2 AND (NOT $3::boolean OR error <> '')
 			ORDER BY idx, rep LIMIT $4) r
@@ -223,12 +237,18 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			if len(d.output) > 0 {
 				r.Output = d.output
 			}
+			if r.Trajectory, err = sqlstore.UnmarshalTrajectory(d.trajectory); err != nil {
+				return fmt.Errorf("result %d/%d of run %q: %w", d.idx, d.rep, runID, err)
+			}
 			if d.itemRow != nil {
 				it := &evalrun.Item{ID: fromPGText(d.itemID), Input: d.input}
 				if len(d.expected) > 0 {
 					it.Expected = d.expected
 				}
 				if it.Metadata, err = meta.Decode(d.meta); err != nil {
+					return fmt.Errorf("item %q of run %q: %w", d.itemID, runID, err)
+				}
+				if err := dataset.UnmarshalAgent(it, d.mocks, d.expectedCalls); err != nil {
 					return fmt.Errorf("item %q of run %q: %w", d.itemID, runID, err)
 				}
 				r.Item = it
@@ -259,6 +279,8 @@ type scanDest struct {
 	itemID, errMsg, errKind       string
 	trace                         string
 	output, input, expected, meta []byte
+	trajectory, mocks             []byte
+	expectedCalls                 []byte
 	latency                       int64
 	usage, scUsage                evalrun.Usage
 	cacheHit                      bool
@@ -274,7 +296,7 @@ type scanDest struct {
 func (d *scanDest) args() []any {
 	return []any{&d.idx, &d.rep, &d.itemID, &d.output, &d.errMsg, &d.errKind, &d.attempts, &d.retries,
 		&d.latency, &d.usage.InputTokens, &d.usage.OutputTokens, &d.usage.CostUSD, &d.trace, &d.cacheHit, &d.started, &d.completed,
-		&d.itemRow, &d.input, &d.expected, &d.meta,
+		&d.itemRow, &d.input, &d.expected, &d.meta, &d.trajectory, &d.mocks, &d.expectedCalls,
 		&d.pos, &d.scorer, &d.score, &d.passed, &d.reason, &d.scErr, &d.scKind,
 		&d.scUsage.InputTokens, &d.scUsage.OutputTokens, &d.scUsage.CostUSD}
 }

@@ -110,7 +110,8 @@ func writeRows(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items
-		(dataset, item_id, valid_from, ord, hash, input, expected, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -120,8 +121,12 @@ func writeRows(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		if err != nil {
 			return fmt.Errorf("item %q: %w", r.Item.ID, err)
 		}
+		mocks, expected, err := dataset.MarshalAgent(r.Item)
+		if err != nil {
+			return fmt.Errorf("item %q: %w", r.Item.ID, err)
+		}
 		if _, err := stmt.ExecContext(ctx, name, r.Item.ID, version, r.Key, r.Hash,
-			[]byte(r.Item.Input), blob(r.Item.Expected), blob(meta)); err != nil {
+			[]byte(r.Item.Input), blob(r.Item.Expected), blob(meta), blob(mocks), blob(expected)); err != nil {
 			return fmt.Errorf("insert item %q: %w", r.Item.ID, err)
 		}
 	}
@@ -241,7 +246,7 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 	if err != nil {
 		return err
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT item_id, input, expected, metadata FROM dataset_items
+	rows, err := s.reader.QueryContext(ctx, `SELECT item_id, input, expected, metadata, tool_mocks, expected_trajectory FROM dataset_items
 		WHERE dataset = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) ORDER BY ord`, name, v, v)
 	if err != nil {
 		return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
@@ -249,14 +254,17 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 	defer rows.Close()
 	for rows.Next() {
 		it := &evalrun.Item{}
-		var expected, meta []byte
-		if err := rows.Scan(&it.ID, (*[]byte)(&it.Input), &expected, &meta); err != nil {
+		var expected, meta, mocks, expectedCalls []byte
+		if err := rows.Scan(&it.ID, (*[]byte)(&it.Input), &expected, &meta, &mocks, &expectedCalls); err != nil {
 			return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
 		}
 		if len(expected) > 0 {
 			it.Expected = expected
 		}
 		if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
+			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
+		}
+		if err := dataset.UnmarshalAgent(it, mocks, expectedCalls); err != nil {
 			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
 		}
 		if err := fn(it); err != nil {

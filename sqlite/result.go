@@ -15,14 +15,15 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/dataset"
 	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
 const resultColumns = `run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns,
-	input_tokens, output_tokens, cost_usd, trace_id, cache_hit, started_at, completed_at`
+	input_tokens, output_tokens, cost_usd, trace_id, cache_hit, started_at, completed_at, trajectory`
 
 const (
-	resultArgs = 17
+	resultArgs = 18
 	scoreArgs  = 13
 	// Rows per multi-row INSERT: SQLite allows 32766 parameters.
 	resultChunk = 64
@@ -110,9 +111,13 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	for chunk := range slices.Chunk(results, resultChunk) {
 		args = args[:0]
 		for _, r := range chunk {
+			traj, err := sqlstore.MarshalTrajectory(r.Trajectory)
+			if err != nil {
+				return fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
+			}
 			args = append(args, r.RunID, r.Index, r.Repeat, r.ItemID, blob(r.Output), r.Error, string(r.ErrorKind),
 				r.Attempts, r.RetryCount, int64(r.Latency), nullInt(r.Usage.InputTokens), nullInt(r.Usage.OutputTokens),
-				nullFloat(r.Usage.CostUSD), r.TraceID, r.CacheHit, micros(r.StartedAt), micros(r.CompletedAt))
+				nullFloat(r.Usage.CostUSD), r.TraceID, r.CacheHit, micros(r.StartedAt), micros(r.CompletedAt), blob(traj))
 		}
 		if len(chunk) == resultChunk {
 			_, err = tx.StmtContext(ctx, s.replaceResults).ExecContext(ctx, args...)
@@ -239,8 +244,9 @@ const (
 const (
 	scanResultColumns = `r.idx, r.rep, r.item_id, r.output, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
 		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
-		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata`
-	nResultColumns = 20
+		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata,
+		r.trajectory, i.tool_mocks, i.expected_trajectory`
+	nResultColumns = 23
 	// The columns of a score after its key (idx, rep).
 	scanScoreValues = `s.scorer, s.score, s.passed, NULLIF(s.reason, ''), NULLIF(s.error, ''),
 		NULLIF(s.error_kind, ''), s.input_tokens, s.output_tokens, s.cost_usd`
@@ -521,8 +527,14 @@ func resultFromRow(r *evalrun.ItemResult, runID string, v []driver.Value) (meta 
 		TraceID: asString(v[12]), CacheHit: asInt(v[13]) != 0,
 		StartedAt: rawMicros(v[14]), CompletedAt: rawMicros(v[15]),
 	}
+	if r.Trajectory, err = sqlstore.UnmarshalTrajectory(asBytes(v[20])); err != nil {
+		return nil, err
+	}
 	if v[16] != nil {
 		r.Item = &evalrun.Item{ID: itemID, Input: asBytes(v[17]), Expected: asBytes(v[18])}
+		if err := dataset.UnmarshalAgent(r.Item, asBytes(v[21]), asBytes(v[22])); err != nil {
+			return nil, err
+		}
 	}
 	return asBytes(v[19]), nil
 }

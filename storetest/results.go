@@ -92,6 +92,7 @@ func checkResult(t *testing.T, got, want *evalrun.ItemResult) {
 	if !eqUsage(got.Usage, want.Usage) {
 		t.Fatalf("result %d/%d usage = %s, want %s", got.Index, got.Repeat, showUsage(got.Usage), showUsage(want.Usage))
 	}
+	checkTrajectory(t, fmt.Sprintf("result %d/%d", got.Index, got.Repeat), got.Trajectory, want.Trajectory)
 	checkTime(t, "result StartedAt", got.StartedAt, want.StartedAt)
 	checkTime(t, "result CompletedAt", got.CompletedAt, want.CompletedAt)
 	if len(got.Scores) != len(want.Scores) {

@@ -87,6 +87,10 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"NULTextRoundTrip", testNULTextRoundTrip},
 		{"NULRunRecord", testNULRunRecord},
 		{"ImportNULName", testImportNULName},
+		{"ItemAgentRoundTrip", testItemAgentRoundTrip},
+		{"ImportChangedMock", testImportChangedMock},
+		{"ResultTrajectoryRoundTrip", testResultTrajectoryRoundTrip},
+		{"TrajectoryInvalid", testTrajectoryInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +182,9 @@ func diffItems(t *testing.T, got, want []*evalrun.Item) {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || !equalRaw(g.Input, w.Input) || !equalRaw(g.Expected, w.Expected) || !equalMeta(g.Metadata, w.Metadata) {
 			t.Fatalf("item %d:\n got  %s\n want %s", i, show(g), show(w))
+		}
+		if !equalAgentKeys(g, w) {
+			t.Fatalf("item %d (%q):\n got  %s\n want %s", i, w.ID, showAgentKeys(g), showAgentKeys(w))
 		}
 	}
 }
