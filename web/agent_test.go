@@ -349,3 +349,22 @@ func TestTrajectoryBounds(t *testing.T) {
 		"1,048,576 bytes, the first", "… (truncated, 1048576 bytes)", `href="/api/runs/`+runAgent+`/items/1"`)
 	lacks(t, "bounded trajectory", body, "<b>x")
 }
+
+// TestItemsToolErrorsFilter checks tool_errors=1: only the results with a
+// failed tool call, on the page and in the API.
+func TestItemsToolErrorsFilter(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent+"/items?tool_errors=1", http.StatusOK).body
+	contains(t, "filtered page", body, `id="tool-errors" checked`, `href="/runs/`+runAgent+`/items/0">weather</a>`)
+	lacks(t, "filtered page", body, `>noop</a>`, `>broken</a>`)
+	contains(t, "unfiltered agent page", b.mustGet(t, "/runs/"+runAgent+"/items", http.StatusOK).body, `id="tool-errors">`)
+
+	got := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/"+runAgent+"/items?tool_errors=1&sort=-latency", http.StatusOK))
+	if len(got.Items) != 1 || got.Items[0].ID != "weather" || got.Total == nil || *got.Total != 1 {
+		t.Fatalf("API tool_errors=1: %+v", got)
+	}
+	plain := b.mustGet(t, "/runs/"+runB+"/items?tool_errors=1", http.StatusOK).body
+	contains(t, "run without agents", plain, `id="no-items"`)
+	lacks(t, "unfiltered run without agents", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body, `id="tool-errors"`)
+	contains(t, "bad value", b.mustGet(t, "/runs/"+runAgent+"/items?tool_errors=maybe", http.StatusBadRequest).body, `bad tool_errors=&#34;maybe&#34;: want 1 or 0`)
+}
