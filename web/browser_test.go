@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -370,13 +371,11 @@ func TestBrowserScreenshots(t *testing.T) {
 // shows the calls in order, the mocked badge on the mocked call, the
 // failed call's error drawn as one, a collapsed argument that opens on a
 // click; markup from the model or the tools is shown as text and never
-// runs; the conversation input lists its messages. With -screenshots (or
-// EVALRUN_UPDATE_SCREENSHOTS=1) it saves docs/img/trajectory.png.
+// runs; the conversation input lists its messages.
 func TestBrowserAgentItem(t *testing.T) {
 	ctx := browser(t)
 	b := setupAgent(t)
 	base := serve(t, b)
-	update := *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1"
 
 	do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+runAgent), chromedp.WaitVisible(css("#agent")))
 	if steps, calls := text(t, ctx, "#mean-steps"), text(t, ctx, "#mean-calls"); steps != "2.00" || calls != "1.67" {
@@ -449,18 +448,63 @@ func TestBrowserAgentItem(t *testing.T) {
 	if msg := text(t, ctx, "#conversation > li:nth-child(2) pre"); msg != "Weather in Paris? "+pwnScript {
 		t.Fatalf("user message %q", msg)
 	}
+}
+
+// demoAgentSeed stores a small travel agent's run, for the screenshot.
+func demoAgentSeed(t *testing.T, st evalrun.Store) (runID string) {
+	t.Helper()
+	ctx := context.Background()
+	conv := `[{"role":"system","content":"You are a travel assistant."},{"role":"user","content":"I am flying to Tokyo tomorrow."},` +
+		`{"role":"assistant","content":"Great! How can I help?"},{"role":"user","content":"What should I wear?"}]`
+	if _, _, err := st.ImportDataset(ctx, "travel", []*evalrun.Item{{ID: "wear-tokyo", Input: json.RawMessage(conv), Metadata: map[string]any{"tags": "weather"}}}); err != nil {
+		t.Fatal(err)
+	}
+	run := &evalrun.Run{ID: "20260304T140000-travel01", Name: "travel agent", Dataset: "travel", DatasetVersion: 1,
+		Target:  evalrun.TargetInfo{Kind: "openai", Name: "gpt-4o-mini"},
+		Scorers: []evalrun.ScorerInfo{{Name: "called_weather", Kind: "tool_called", Threshold: 1}},
+		Status:  evalrun.RunCompleted, Total: 1, Succeeded: 1, CreatedAt: t0, StartedAt: t0, CompletedAt: t0.Add(3 * time.Second)}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	one := 1.0
+	res := &evalrun.ItemResult{RunID: run.ID, Index: 0, ItemID: "wear-tokyo", Attempts: 1, Latency: 2400 * time.Millisecond,
+		Output:    evalrun.String("Bring a raincoat: 18 °C and rain in Tokyo tomorrow."),
+		Usage:     evalrun.Usage{InputTokens: iptr(1830), OutputTokens: iptr(96), CostUSD: fptr(0.00033)},
+		StartedAt: t0, CompletedAt: t0.Add(2400 * time.Millisecond),
+		Scores: []evalrun.ScorerResult{{Scorer: "called_weather", Score: &one, Passed: true, Reason: "get_weather called with {\"city\": \"Tokyo\"}"}},
+		Trajectory: &evalrun.Trajectory{Steps: 3, Calls: []evalrun.ToolCall{
+			{Name: "get_weather", Args: json.RawMessage(`{"city":"Tokyo"}`), Output: json.RawMessage(`{"temp_c":18,"sky":"rain"}`), Mocked: true, LatencyMS: fptr(0.03)},
+			{Name: "get_forecast", Args: json.RawMessage(`{"city":"Tokyo","days":3}`), Error: "HTTP 503: forecast service unavailable", LatencyMS: fptr(212.4)},
+			{Name: "search_web", Args: json.RawMessage(`{"query":"what to wear in Tokyo when it rains","max_results":2}`),
+				Output: json.RawMessage(`{"results":[{"title":"What to wear in Tokyo in the rainy season","url":"https://example.com/a"},{"title":"Tokyo weather guide","url":"https://example.com/b"}]}`), LatencyMS: fptr(840)},
+		}},
+	}
+	if err := st.WriteResults(ctx, []*evalrun.ItemResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	return run.ID
+}
+
+// TestBrowserAgentScreenshot renders a travel agent's item page and, with
+// -screenshots or EVALRUN_UPDATE_SCREENSHOTS=1, saves it to
+// docs/img/trajectory.png.
+func TestBrowserAgentScreenshot(t *testing.T) {
+	ctx := browser(t)
+	st := inmem.New()
+	id := demoAgentSeed(t, st)
+	base := serve(t, setupStore(t, st, Options{}))
+	do(t, ctx, "agent item", chromedp.Navigate(base+"/runs/"+id+"/items/0"), chromedp.WaitVisible(css("#timeline")))
+	if n := get(t, ctx, "calls", chromedp.Evaluate[int](`document.querySelectorAll("#timeline > li.call").length`)); n != 3 {
+		t.Fatalf("%d calls drawn, want 3", n)
+	}
 	png := get(t, ctx, "item screenshot", chromedp.FullScreenshot(100))
 	if len(png) < 1000 {
 		t.Fatalf("screenshot of %d bytes", len(png))
 	}
-	if dir := os.Getenv("EVALRUN_SCREENSHOT_DIR"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, "agent-item.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if update {
+	if *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1" {
 		if err := os.WriteFile(filepath.Join("..", "docs", "img", "trajectory.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		t.Log("wrote docs/img/trajectory.png")
 	}
 }
