@@ -323,16 +323,26 @@ func TestAPIItemTrajectory(t *testing.T) {
 	lacks(t, "non-agent item JSON", b.mustGet(t, "/api/runs/"+runB+"/items/0", http.StatusOK).body, `"trajectory"`)
 }
 
-// TestTrajectoryBounds shows an item with 1,500 calls whose outputs are
-// 1 MB each: the page shows 1,000 calls, each value cut at 16 KB, and
-// stops showing values after 1 MB of them; it stays a few MB.
+// TestTrajectoryBounds shows an item with 1,500 calls, the first three
+// with 1 MB outputs and the next 97 with 20 KB ones: the page shows 1,000
+// calls, each value cut at 16 KB, and stops showing values after 1 MB of
+// them; it stays a few MB. (The values are kept small enough for a store
+// that copies them through JSON.)
 func TestTrajectoryBounds(t *testing.T) {
 	st := inmem.New()
 	seedAgent(t, st)
-	big := evalrun.String(strings.Repeat("<b>x</b>", 1<<17)) // 1 MB of markup
+	big := evalrun.String(strings.Repeat("<b>x</b>", 1<<17))       // 1 MB of markup
+	medium := evalrun.String(strings.Repeat("<b>x</b>", 20<<10/8)) // 20 KB
 	tr := &evalrun.Trajectory{Steps: 10}
-	for range 1500 {
-		tr.Calls = append(tr.Calls, evalrun.ToolCall{Name: "fetch", Args: json.RawMessage(`{"n":1}`), Output: big, LatencyMS: fptr(2)})
+	for i := range 1500 {
+		out := json.RawMessage(`"ok"`)
+		switch {
+		case i < 3:
+			out = big
+		case i < 100: // enough to spend the page's budget
+			out = medium
+		}
+		tr.Calls = append(tr.Calls, evalrun.ToolCall{Name: "fetch", Args: json.RawMessage(`{"n":1}`), Output: out, LatencyMS: fptr(2)})
 	}
 	res := &evalrun.ItemResult{RunID: runAgent, Index: 1, ItemID: "noop", Attempts: 1, Output: evalrun.String("ok"),
 		StartedAt: t0, CompletedAt: t0.Add(time.Second), Trajectory: tr}
@@ -353,7 +363,7 @@ func TestTrajectoryBounds(t *testing.T) {
 		t.Fatalf("%d calls with values, %d omitted", full, omitted)
 	}
 	contains(t, "bounded trajectory", body, "1,500 tool calls", "and 500 more calls in",
-		"1,048,576 bytes, the first", "… (truncated, 1048576 bytes)", `href="/api/runs/`+runAgent+`/items/1"`)
+		"1,048,576 bytes, the first", "… (truncated, 1048576 bytes)", "20,480 bytes, the first", "… (truncated, 20480 bytes)", `href="/api/runs/`+runAgent+`/items/1"`)
 	lacks(t, "bounded trajectory", body, "<b>x")
 }
 
