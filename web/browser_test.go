@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -364,4 +365,146 @@ func TestBrowserScreenshots(t *testing.T) {
 		}
 	}
 	t.Logf("wrote %s/run.png and compare.png", dir)
+}
+
+// TestBrowserAgentItem opens an agent item in a real browser: the timeline
+// shows the calls in order, the mocked badge on the mocked call, the
+// failed call's error drawn as one, a collapsed argument that opens on a
+// click; markup from the model or the tools is shown as text and never
+// runs; the conversation input lists its messages.
+func TestBrowserAgentItem(t *testing.T) {
+	ctx := browser(t)
+	b := setupAgent(t)
+	base := serve(t, b)
+
+	do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+runAgent), chromedp.WaitVisible(css("#agent")))
+	if steps, calls := text(t, ctx, "#mean-steps"), text(t, ctx, "#mean-calls"); steps != "2.00" || calls != "1.67" {
+		t.Fatalf("agent figures: mean steps %q, mean calls %q", steps, calls)
+	}
+	do(t, ctx, "items", chromedp.Click(css("#items-link")), chromedp.WaitVisible(css("#items")))
+	if cells := get(t, ctx, "calls column", chromedp.Evaluate[string](`[...document.querySelectorAll("#items td.calls")].map(td => td.textContent).join("|")`)); cells != "4 (1 failed)|0|1" {
+		t.Fatalf("calls column %q", cells)
+	}
+	do(t, ctx, "open the agent item",
+		chromedp.Click(css(`#items a.item-link[href$="/items/0"]`)),
+		chromedp.WaitVisible(css("#timeline")))
+
+	if h := text(t, ctx, "#trajectory-summary"); h != "3 steps · 4 tool calls · 1 failed · 1 mocked" {
+		t.Fatalf("trajectory header %q", h)
+	}
+	names := get(t, ctx, "call names", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#timeline > li.call .call-name")].map(e => e.textContent)`))
+	if want := []string{"get_weather", "search", "lookup_many", "x" + pwnImg}; strings.Join(names, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("calls in the timeline: %q, want %q", names, want)
+	}
+	mocked := get(t, ctx, "mocked badges", chromedp.Evaluate[[]bool](`[...document.querySelectorAll("#timeline > li.call")].map(li => li.querySelector(".badge.mocked") !== null)`))
+	if len(mocked) != 4 || !mocked[0] || mocked[1] || mocked[2] || mocked[3] {
+		t.Fatalf("mocked badges %v, want on the first call only", mocked)
+	}
+	latencies := get(t, ctx, "latencies", chromedp.Evaluate[string](`[...document.querySelectorAll("#timeline .call-latency")].map(e => e.textContent).join("|")`))
+	if latencies != "< 1 ms|121 ms|—|1.50 s" {
+		t.Fatalf("latencies %q", latencies)
+	}
+
+	// The failed call: its error in place of an output, drawn in red.
+	failed := get(t, ctx, "failed call", chromedp.Evaluate[map[string]any](`(() => {
+		const li = document.querySelectorAll("#timeline > li.call")[1];
+		const pre = li.querySelector(".call-error pre");
+		return {failed: li.classList.contains("call-failed"), output: li.querySelector(".call-output") !== null,
+			error: pre.textContent, color: getComputedStyle(pre).color};
+	})()`))
+	if failed["failed"] != true || failed["output"] != false || failed["error"] != "HTTP 500: <b>down</b> "+pwnImg || failed["color"] != "rgb(127, 29, 29)" {
+		t.Fatalf("failed call: %v", failed)
+	}
+
+	if a := text(t, ctx, "#timeline > li.call:nth-child(2) .call-args pre"); !strings.Contains(a, `"q": "`+pwnScript+`"`) {
+		t.Fatalf("arguments with markup shown as %q", a)
+	}
+
+	// The long arguments are collapsed; a click opens them.
+	const args = `#timeline > li.call:nth-child(3) .call-args`
+	if open := get(t, ctx, "collapsed", chromedp.Evaluate[bool](`document.querySelector("`+args+` details").open`)); open {
+		t.Fatal("the long arguments are not collapsed")
+	}
+	do(t, ctx, "expand the arguments", chromedp.Click(css(args+" summary")), chromedp.WaitVisible(css(args+" details[open] pre")))
+	if a := text(t, ctx, args+" pre"); !strings.Contains(a, `"field_a": "value of a"`) || !strings.Contains(a, `"field_y": "value of y"`) {
+		t.Fatalf("expanded arguments: %q", a)
+	}
+	if out := text(t, ctx, "#timeline > li.call:nth-child(3) .call-output pre"); out != pwnScript+pwnImg {
+		t.Fatalf("output with markup shown as %q, want the text itself", out)
+	}
+
+	// Nothing the model or the tools wrote became markup or ran.
+	injected := get(t, ctx, "injected", chromedp.Evaluate[map[string]any](`({pwned: typeof window.__pwned,
+		scripts: document.querySelectorAll("main script").length, imgs: document.querySelectorAll("main img").length})`))
+	if injected["pwned"] != "undefined" || injected["scripts"] != float64(0) || injected["imgs"] != float64(0) {
+		t.Fatalf("injected markup: %v", injected)
+	}
+
+	// The conversation input.
+	roles := get(t, ctx, "roles", chromedp.Evaluate[string](`[...document.querySelectorAll("#conversation > li .role")].map(e => e.textContent).join(",")`))
+	if roles != "system,user,assistant,user" {
+		t.Fatalf("conversation roles %q", roles)
+	}
+	if msg := text(t, ctx, "#conversation > li:nth-child(2) pre"); msg != "Weather in Paris? "+pwnScript {
+		t.Fatalf("user message %q", msg)
+	}
+}
+
+// demoAgentSeed stores a small travel agent's run, for the screenshot.
+func demoAgentSeed(t *testing.T, st evalrun.Store) (runID string) {
+	t.Helper()
+	ctx := context.Background()
+	conv := `[{"role":"system","content":"You are a travel assistant."},{"role":"user","content":"I am flying to Tokyo tomorrow."},` +
+		`{"role":"assistant","content":"Great! How can I help?"},{"role":"user","content":"What should I wear?"}]`
+	if _, _, err := st.ImportDataset(ctx, "travel", []*evalrun.Item{{ID: "wear-tokyo", Input: json.RawMessage(conv), Metadata: map[string]any{"tags": "weather"}}}); err != nil {
+		t.Fatal(err)
+	}
+	run := &evalrun.Run{ID: "20260304T140000-travel01", Name: "travel agent", Dataset: "travel", DatasetVersion: 1,
+		Target:  evalrun.TargetInfo{Kind: "openai", Name: "gpt-4o-mini"},
+		Scorers: []evalrun.ScorerInfo{{Name: "called_weather", Kind: "tool_called", Threshold: 1}},
+		Status:  evalrun.RunCompleted, Total: 1, Succeeded: 1, CreatedAt: t0, StartedAt: t0, CompletedAt: t0.Add(3 * time.Second)}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	one := 1.0
+	res := &evalrun.ItemResult{RunID: run.ID, Index: 0, ItemID: "wear-tokyo", Attempts: 1, Latency: 2400 * time.Millisecond,
+		Output:    evalrun.String("Bring a raincoat: 18 °C and rain in Tokyo tomorrow."),
+		Usage:     evalrun.Usage{InputTokens: iptr(1830), OutputTokens: iptr(96), CostUSD: fptr(0.00033)},
+		StartedAt: t0, CompletedAt: t0.Add(2400 * time.Millisecond),
+		Scores: []evalrun.ScorerResult{{Scorer: "called_weather", Score: &one, Passed: true, Reason: "get_weather called with {\"city\": \"Tokyo\"}"}},
+		Trajectory: &evalrun.Trajectory{Steps: 3, Calls: []evalrun.ToolCall{
+			{Name: "get_weather", Args: json.RawMessage(`{"city":"Tokyo"}`), Output: json.RawMessage(`{"temp_c":18,"sky":"rain"}`), Mocked: true, LatencyMS: fptr(0.03)},
+			{Name: "get_forecast", Args: json.RawMessage(`{"city":"Tokyo","days":3}`), Error: "HTTP 503: forecast service unavailable", LatencyMS: fptr(212.4)},
+			{Name: "search_web", Args: json.RawMessage(`{"query":"what to wear in Tokyo when it rains","max_results":2}`),
+				Output: json.RawMessage(`{"results":[{"title":"What to wear in Tokyo in the rainy season","url":"https://example.com/a"},{"title":"Tokyo weather guide","url":"https://example.com/b"}]}`), LatencyMS: fptr(840)},
+		}},
+	}
+	if err := st.WriteResults(ctx, []*evalrun.ItemResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	return run.ID
+}
+
+// TestBrowserAgentScreenshot renders a travel agent's item page and, with
+// -screenshots or EVALRUN_UPDATE_SCREENSHOTS=1, saves it to
+// docs/img/trajectory.png.
+func TestBrowserAgentScreenshot(t *testing.T) {
+	ctx := browser(t)
+	st := inmem.New()
+	id := demoAgentSeed(t, st)
+	base := serve(t, setupStore(t, st, Options{}))
+	do(t, ctx, "agent item", chromedp.Navigate(base+"/runs/"+id+"/items/0"), chromedp.WaitVisible(css("#timeline")))
+	if n := get(t, ctx, "calls", chromedp.Evaluate[int](`document.querySelectorAll("#timeline > li.call").length`)); n != 3 {
+		t.Fatalf("%d calls drawn, want 3", n)
+	}
+	png := get(t, ctx, "item screenshot", chromedp.FullScreenshot(100))
+	if len(png) < 1000 {
+		t.Fatalf("screenshot of %d bytes", len(png))
+	}
+	if *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", "trajectory.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("wrote docs/img/trajectory.png")
+	}
 }

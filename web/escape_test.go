@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +49,15 @@ func TestUserDataEscaped(t *testing.T) {
 		results := []*evalrun.ItemResult{{
 			RunID: id, Index: 0, ItemID: "evil-1", Output: evalrun.String(evil), Attempts: 1, Latency: time.Second,
 			Scores: []evalrun.ScorerResult{{Scorer: "judge", Score: &score, Passed: score >= 0.5, Reason: evil}},
+			// An agent's trajectory: tool names, arguments, outputs and
+			// errors are the model's and the tools'.
+			Trajectory: &evalrun.Trajectory{Steps: 2, Calls: []evalrun.ToolCall{
+				{Name: evil, Args: json.RawMessage(`{"q":` + strconv.Quote(evil) + `}`), Output: json.RawMessage(strconv.Quote(evil))},
+				{Name: "t", Args: json.RawMessage(`{}`), Error: evil},
+			}},
 		}, {
 			RunID: id, Index: 1, ItemID: "ok-1", Error: evil, ErrorKind: evalrun.ErrorPermanent, Attempts: 1,
+			Trajectory: &evalrun.Trajectory{Calls: []evalrun.ToolCall{{Name: evil, Args: json.RawMessage(`{}`), Error: evil}}},
 		}}
 		if err := st.WriteResults(ctx, results); err != nil {
 			t.Fatal(err)
@@ -74,5 +83,8 @@ func TestUserDataEscaped(t *testing.T) {
 	contains(t, "item page", body,
 		"&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=alert(1)&gt;", // input, output, reason
 		"&#34;html&#34;: &#34;\\u003cscript\\u003e",                                        // expected: pretty JSON keeps the JSON escapes
+		`<span class="call-name mono">&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</span>`,
+		`&#34;q&#34;: &#34;&lt;script&gt;alert(1)&lt;/script&gt;\&#34;&gt;&lt;img src=x onerror=alert(1)&gt;&#34;`,
+		`<pre class="value error-value">&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</pre>`,
 	)
 }

@@ -64,12 +64,9 @@ var funcs = template.FuncMap{
 	"histogram": func(s report.ScorerStats) histogram {
 		return newHistogram(s.Histogram, s.Threshold)
 	},
-	"itemURL": func(runID string, index, repeat int) string {
-		u := "/runs/" + url.PathEscape(runID) + "/items/" + strconv.Itoa(index)
-		if repeat > 0 {
-			u += "?repeat=" + strconv.Itoa(repeat)
-		}
-		return u
+	"itemURL": itemURL,
+	"trajectoryOf": func(t *trajectoryView, runID string, index, repeat int) trajectoryPage {
+		return trajectoryPage{T: t, ItemURL: itemURL(runID, index, repeat)}
 	},
 	"runURL": func(runID string) string { return "/runs/" + url.PathEscape(runID) },
 	"add":    func(a, b int) int { return a + b },
@@ -79,7 +76,13 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(*p, 'f', 3, 64)
 	},
-	"comma":  comma,
+	"comma": comma,
+	"mean": func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*p, 'f', 2, 64)
+	},
 	"mulf":   func(x float64) float64 { return x * 100 },
 	"deref0": func(p *float64) float64 { return deref(p) },
 	"deltaClass": func(p *float64) string {
@@ -103,6 +106,22 @@ var funcs = template.FuncMap{
 	"changes": func(v *compareView, list []report.ItemChange, id string) changesView {
 		return changesView{View: v, List: list, ID: id}
 	},
+}
+
+// itemURL is the path of a result's page.
+func itemURL(runID string, index, repeat int) string {
+	u := "/runs/" + url.PathEscape(runID) + "/items/" + strconv.Itoa(index)
+	if repeat > 0 {
+		u += "?repeat=" + strconv.Itoa(repeat)
+	}
+	return u
+}
+
+// trajectoryPage is the data of the "trajectory" template: the timeline
+// and the path of its item, whose JSON holds what the page leaves out.
+type trajectoryPage struct {
+	T       *trajectoryView
+	ItemURL string
 }
 
 // changesView is the data of the "changes" template: one list of a
@@ -243,7 +262,10 @@ const maxLabelBytes = 200
 // JSON is indented down to bounded.IndentDepth levels only (deeper
 // containers compact on one line) and only the start of a large value is
 // read.
-func pretty(v json.RawMessage) value {
+func pretty(v json.RawMessage) value { return prettyN(v, maxShownBytes) }
+
+// prettyN is pretty within limit bytes.
+func prettyN(v json.RawMessage, limit int) value {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || string(v) == "null" {
 		return value{Empty: true}
@@ -255,19 +277,32 @@ func pretty(v json.RawMessage) value {
 		out.Text = evalrun.Text(v)
 		whole = len(out.Text)
 	case json.Valid(v):
-		// Indenting compact JSON only adds bytes, so the first
-		// maxShownBytes of the text come from at most as many bytes of v;
+		// Indenting compact JSON only adds bytes, so the first limit
+		// bytes of the text come from at most as many bytes of v;
 		// a v cut here is marked truncated below.
-		out.Text, out.JSON = string(bounded.IndentJSON(nil, bounded.Prefix(v, maxShownBytes), "", "  ", bounded.IndentDepth)), true
-		if len(v) <= maxShownBytes {
+		out.Text, out.JSON = string(bounded.IndentJSON(nil, bounded.Prefix(v, limit), "", "  ", bounded.IndentDepth)), true
+		if len(v) <= limit {
 			whole = len(out.Text)
 		}
 	default:
-		out.Text = string(bounded.Prefix(v, maxShownBytes))
+		out.Text = string(bounded.Prefix(v, limit))
 	}
-	if whole > maxShownBytes {
+	if whole > limit {
 		out.Truncated, out.Size = true, whole
-		out.Text = bounded.Prefix(out.Text, maxShownBytes) + bounded.Marker(whole)
+		out.Text = bounded.Prefix(out.Text, limit) + bounded.Marker(whole)
+	}
+	out.Lines = strings.Count(out.Text, "\n") + 1
+	out.Long = len(out.Text) > longChars || out.Lines > longLines
+	return out
+}
+
+// textValue is a text (not JSON) made readable as pretty makes a JSON
+// string, within limit bytes.
+func textValue(s string, limit int) value {
+	out := value{Text: s}
+	if len(s) > limit {
+		out.Truncated, out.Size = true, len(s)
+		out.Text = bounded.Cut(s, limit)
 	}
 	out.Lines = strings.Count(out.Text, "\n") + 1
 	out.Long = len(out.Text) > longChars || out.Lines > longLines

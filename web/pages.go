@@ -104,18 +104,39 @@ func reportFP(run *evalrun.Run) string {
 	return fingerprint(run)
 }
 
-// report returns the report (without item rows) of run, cached.
-func (s *Server) report(ctx context.Context, run *evalrun.Run) (*report.Report, error) {
+// report returns the report (without item rows) of run with its agent
+// figures, cached.
+func (s *Server) report(ctx context.Context, run *evalrun.Run) (*runReport, error) {
 	return s.reports.get(ctx, s.bgCtx, run.ID, reportFP(run), run.Status.Done(), s.opts.RefreshInterval,
-		func(ctx context.Context) (*report.Report, error) {
+		func(ctx context.Context) (*runReport, error) {
 			if rs, ok := s.store.(ReportStore); ok && run.Status.Done() {
 				rep, err := storedReport(ctx, rs, run)
 				if err == nil || !errors.Is(err, evalrun.ErrNotFound) {
 					return rep, err
 				}
 			}
-			return report.FromStore(ctx, s.store, run.ID, report.WithoutItems())
+			return buildReport(ctx, s.store, run.ID)
 		})
+}
+
+// buildReport is report.FromStore (without item rows) that also adds up
+// the agent figures in the same scan of the results.
+func buildReport(ctx context.Context, store evalrun.RunStore, runID string) (*runReport, error) {
+	run, err := store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("report: run %s: %w", runID, err)
+	}
+	b := report.NewBuilder(run, report.WithoutItems())
+	var agent agentAcc
+	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+		b.Add(r)
+		agent.add(r.Trajectory)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report: results of run %s: %w", runID, err)
+	}
+	return &runReport{Report: b.Report(), Agent: agent.stats()}, nil
 }
 
 // ReportStore is an optional ability of a store: keeping the final JSON
@@ -130,8 +151,9 @@ type ReportStore interface {
 }
 
 // storedReport reads a stored report, used only when it matches the run
-// record (a resumed run gets a new one).
-func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*report.Report, error) {
+// record (a resumed run gets a new one). Its agent figures are its "agent"
+// block, when it has one.
+func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*runReport, error) {
 	data, err := rs.GetReportJSON(ctx, run.ID)
 	if err != nil {
 		return nil, err
@@ -144,7 +166,7 @@ func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*repor
 		return nil, fmt.Errorf("stored report of run %s is stale: %w", run.ID, evalrun.ErrNotFound)
 	}
 	rep.Items = nil
-	return rep, nil
+	return &runReport{Report: rep, Agent: storedAgent(data)}, nil
 }
 
 // runRow is a line of the runs list.
@@ -242,6 +264,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 type runView struct {
 	Run          *evalrun.Run
 	Report       *report.Report
+	Agent        *agentStats // nil when the run has no trajectories
 	Live         bool
 	Failures     []report.Failure
 	MoreFailures int
@@ -267,7 +290,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := runView{Run: run, Report: rep, Live: !run.Status.Done()}
+	v := runView{Run: run, Report: rep.Report, Agent: rep.Agent, Live: !run.Status.Done()}
 	v.Failures = rep.Failures[:min(len(rep.Failures), failuresShown)]
 	v.MoreFailures = len(rep.Failures) - len(v.Failures)
 	v.Flaky = rep.Flaky[:min(len(rep.Flaky), flakyShown)]
@@ -306,6 +329,15 @@ type itemsView struct {
 	NextURL     string
 	FirstURL    string
 	SortLinks   []sortLink
+	// Calls is, per row, its tool calls; nil when no result of the page
+	// has a trajectory (the column is not shown).
+	Calls []callsCell
+}
+
+// callsCell is a row's tool calls in the items table.
+type callsCell struct {
+	Agent         bool // the result has a trajectory
+	Calls, Failed int
 }
 
 type sortLink struct {
@@ -358,7 +390,7 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := "/runs/" + url.PathEscape(run.ID) + "/items"
-	v := itemsView{Run: run, Rows: rows, Query: q, Total: p.Total, Page: p.Page, Pages: p.Pages}
+	v := itemsView{Run: run, Rows: rows, Query: q, Total: p.Total, Page: p.Page, Pages: p.Pages, Calls: callsCells(p.Results)}
 	for _, sc := range run.Scorers {
 		v.Scorers = append(v.Scorers, sc.Name)
 	}
@@ -401,6 +433,28 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "items", "Items · "+runTitle(run), v)
 }
 
+// callsCells returns the tool calls of results, in order; nil when none
+// has a trajectory.
+func callsCells(results []*evalrun.ItemResult) []callsCell {
+	var cells []callsCell
+	for i, r := range results {
+		if r.Trajectory == nil {
+			continue
+		}
+		if cells == nil {
+			cells = make([]callsCell, len(results))
+		}
+		c := callsCell{Agent: true, Calls: len(r.Trajectory.Calls)}
+		for _, call := range r.Trajectory.Calls {
+			if call.Error != "" {
+				c.Failed++
+			}
+		}
+		cells[i] = c
+	}
+	return cells
+}
+
 // itemView is the data of the item page.
 type itemView struct {
 	Run    *evalrun.Run
@@ -409,6 +463,10 @@ type itemView struct {
 	Scores []scoreView
 	Meta   value
 	Tags   []string
+	// Trajectory is nil when the target is not an agent.
+	Trajectory *trajectoryView
+	// Conversation is nil when the input is not a conversation.
+	Conversation *conversationView
 }
 
 type scoreView struct {
@@ -448,7 +506,9 @@ func (s *Server) handleItem(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0], Meta: value{Empty: true}}
+	v := itemView{Run: run, Result: res, Row: rowsOf(run, []*evalrun.ItemResult{res})[0], Meta: value{Empty: true},
+		Trajectory: newTrajectoryView(res.Trajectory, res.Error != "")}
+	v.Conversation = newConversationView(v.Row.Input)
 	for _, sc := range res.Scores {
 		th := evalrun.DefaultThreshold
 		if i := slices.IndexFunc(run.Scorers, func(x evalrun.ScorerInfo) bool { return x.Name == sc.Scorer }); i >= 0 {

@@ -35,7 +35,7 @@ const (
 // would otherwise be ignored and list everything).
 var (
 	runsParams  = []string{"dataset", "limit"}
-	itemsParams = []string{"failed", "scorer", "below", "tag", "q", "id", "sort", "from", "page", "size"}
+	itemsParams = []string{"failed", "tool_errors", "scorer", "below", "tag", "q", "id", "sort", "from", "page", "size"}
 	itemParams  = []string{"repeat"}
 	// compareParams are the two runs of /compare and /api/compare.
 	compareParams = []string{"a", "b"}

@@ -21,6 +21,9 @@ import (
 type ItemQuery struct {
 	// Failed keeps only results whose target failed (failed=1).
 	Failed bool
+	// ToolErrors keeps only results of an agent with a failed tool call
+	// (tool_errors=1).
+	ToolErrors bool
 	// Scorer with Below keeps the results whose score by that scorer is
 	// below Below, or missing (the scorer failed or the target failed).
 	// Below nil means the scorer's threshold: the results it did not pass
@@ -66,6 +69,9 @@ func ParseItemQuery(v url.Values) (ItemQuery, error) {
 	}
 	var err error
 	if q.Failed, err = boolParam(v, "failed"); err != nil {
+		return q, err
+	}
+	if q.ToolErrors, err = boolParam(v, "tool_errors"); err != nil {
 		return q, err
 	}
 	if s := strings.TrimSpace(v.Get("below")); s != "" {
@@ -129,6 +135,9 @@ func (q ItemQuery) Values() url.Values {
 	if q.Failed {
 		v.Set("failed", "1")
 	}
+	if q.ToolErrors {
+		v.Set("tool_errors", "1")
+	}
 	if q.Scorer != "" {
 		v.Set("scorer", q.Scorer)
 	}
@@ -165,7 +174,7 @@ func (q ItemQuery) sortKey() (scorer string, latency, desc bool) {
 // filtered reports whether the query filters beyond what the store does
 // (FailedOnly).
 func (q ItemQuery) filtered() bool {
-	return q.Scorer != "" || q.Tag != "" || q.Search != "" || q.ID != ""
+	return q.Scorer != "" || q.Tag != "" || q.Search != "" || q.ID != "" || q.ToolErrors
 }
 
 // matcher returns the filter of q over run's results.
@@ -179,6 +188,9 @@ func (q ItemQuery) matcher(run *evalrun.Run) func(*evalrun.ItemResult) bool {
 	search := strings.ToLower(q.Search)
 	return func(r *evalrun.ItemResult) bool {
 		if q.Failed && !r.Failed() {
+			return false
+		}
+		if q.ToolErrors && !hasToolError(r.Trajectory) {
 			return false
 		}
 		if q.ID != "" && r.ItemID != q.ID {
@@ -206,6 +218,14 @@ func (q ItemQuery) matcher(run *evalrun.Run) func(*evalrun.ItemResult) bool {
 		}
 		return true
 	}
+}
+
+// hasToolError reports whether a tool call of t failed.
+func hasToolError(t *evalrun.Trajectory) bool {
+	if t == nil {
+		return false
+	}
+	return slices.ContainsFunc(t.Calls, func(c evalrun.ToolCall) bool { return c.Error != "" })
 }
 
 func scoreOf(r *evalrun.ItemResult, scorer string) *evalrun.ScorerResult {

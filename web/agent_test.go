@@ -1,0 +1,387 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/report"
+)
+
+const runAgent = "20260304T130000-dddddddd"
+
+// Markup a model or a tool could put in a trajectory: each, if it ran, sets
+// window.__pwned (the browser test checks it stays undefined).
+const (
+	pwnScript = `<script>window.__pwned=1</script>`
+	pwnImg    = `"><img src=x onerror="window.__pwned=2">`
+)
+
+// longArgs are arguments long enough to be shown collapsed (over 20 lines).
+func longArgs() json.RawMessage {
+	m := map[string]any{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y"} {
+		m["field_"+k] = "value of " + k
+	}
+	return evalrun.JSON(m)
+}
+
+// seedAgent stores dataset "agents" and a finished agent run of three
+// items: "weather" (a conversation input; four calls: mocked, failed with
+// markup in its error, collapsed arguments and markup in its output, and a
+// tool named with markup), "noop" (an agent that called nothing) and
+// "broken" (the target failed after one call).
+func seedAgent(t testing.TB, s evalrun.Store) {
+	t.Helper()
+	ctx := context.Background()
+	conv := `[{"role":"system","content":"You are a weather bot."},` +
+		`{"role":"user","content":"Weather in Paris? ` + strings.ReplaceAll(pwnScript, `"`, `\"`) + `"},` +
+		`{"role":"assistant","content":"Which unit?"},{"role":"user","content":"Celsius"}]`
+	items := []*evalrun.Item{
+		{ID: "weather", Input: json.RawMessage(conv)},
+		{ID: "noop", Input: evalrun.String("say hi")},
+		{ID: "broken", Input: evalrun.String("book a flight")},
+	}
+	if _, _, err := s.ImportDataset(ctx, "agents", items); err != nil {
+		t.Fatal(err)
+	}
+	run := &evalrun.Run{
+		ID: runAgent, Name: "weather agent", Dataset: "agents", DatasetVersion: 1,
+		Target:  evalrun.TargetInfo{Kind: "openai", Name: "gpt-4o-mini"},
+		Scorers: []evalrun.ScorerInfo{{Name: "called", Kind: "tool_called", Threshold: 1}},
+		Status:  evalrun.RunCompleted, Total: 3, Succeeded: 2, Failed: 1,
+		CreatedAt: t0.Add(3 * time.Hour), StartedAt: t0.Add(3 * time.Hour), CompletedAt: t0.Add(3*time.Hour + time.Minute),
+	}
+	if err := s.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	one, zero := 1.0, 0.0
+	results := []*evalrun.ItemResult{{
+		RunID: runAgent, Index: 0, ItemID: "weather", Output: evalrun.String("18 °C in Paris"), Attempts: 1,
+		Latency: 2 * time.Second, StartedAt: t0, CompletedAt: t0.Add(2 * time.Second),
+		Scores: []evalrun.ScorerResult{{Scorer: "called", Score: &one, Passed: true, Reason: "get_weather called"}},
+		Trajectory: &evalrun.Trajectory{Steps: 3, Calls: []evalrun.ToolCall{
+			{Name: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`), Output: json.RawMessage(`{"temp_c":18}`), Mocked: true, LatencyMS: fptr(0.02)},
+			{Name: "search", Args: json.RawMessage(`{"q":"` + pwnScript + `"}`), Error: "HTTP 500: <b>down</b> " + pwnImg, LatencyMS: fptr(120.6)},
+			{Name: "lookup_many", Args: longArgs(), Output: evalrun.String(pwnScript + pwnImg)},
+			{Name: `x` + pwnImg, Args: json.RawMessage(`{}`), Output: json.RawMessage(`"done"`), LatencyMS: fptr(1500)},
+		}},
+	}, {
+		RunID: runAgent, Index: 1, ItemID: "noop", Output: evalrun.String("hi"), Attempts: 1,
+		Latency: time.Second, StartedAt: t0, CompletedAt: t0.Add(time.Second),
+		Scores:     []evalrun.ScorerResult{{Scorer: "called", Score: &zero, Reason: "no call"}},
+		Trajectory: &evalrun.Trajectory{Steps: 1, Calls: []evalrun.ToolCall{}},
+	}, {
+		RunID: runAgent, Index: 2, ItemID: "broken", Error: "max_steps (2) exceeded", ErrorKind: evalrun.ErrorInvalidOutput, Attempts: 1,
+		Latency: time.Second, StartedAt: t0, CompletedAt: t0.Add(time.Second),
+		Trajectory: &evalrun.Trajectory{Steps: 2, Calls: []evalrun.ToolCall{
+			{Name: "book", Args: json.RawMessage(`{"to":"NYC"}`), Output: json.RawMessage(`"pending"`), LatencyMS: fptr(3)},
+		}},
+	}}
+	if err := s.WriteResults(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setupAgent(t *testing.T) *bundle {
+	t.Helper()
+	st := inmem.New()
+	seed(t, st)
+	seedAgent(t, st)
+	return setupStore(t, st, Options{})
+}
+
+// calls splits an item page's timeline into its calls' HTML, in order.
+func calls(t *testing.T, body string) []string {
+	t.Helper()
+	start := strings.Index(body, `<ol class="timeline" id="timeline">`)
+	if start < 0 {
+		t.Fatalf("no timeline in:\n%s", body)
+	}
+	end := start + strings.Index(body[start:], "</ol>")
+	parts := strings.Split(body[start:end], `<li class="call`)
+	return parts[1:]
+}
+
+// TestItemTrajectoryTimeline checks the item page of an agent item: the
+// header, then each call in order with its name, arguments, output or
+// error (marked as failed), mocked badge and latency, every model- or
+// tool-controlled string escaped.
+func TestItemTrajectoryTimeline(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent+"/items/0", http.StatusOK).body
+	contains(t, "trajectory header", body, `<section id="trajectory">`,
+		`<span class="count" id="trajectory-summary">3 steps · 4 tool calls · <span class="bad">1 failed</span> · 1 mocked</span>`)
+	lacks(t, "finished item", body, "the calls of its last attempt")
+
+	cs := calls(t, body)
+	if len(cs) != 4 {
+		t.Fatalf("%d calls in the timeline, want 4", len(cs))
+	}
+	want := []struct {
+		name, latency  string
+		mocked, failed bool
+		has            []string
+	}{
+		{"get_weather", "&lt; 1 ms", true, false, []string{`<div class="k">arguments</div><pre class="value json">{
+  &#34;city&#34;: &#34;Paris&#34;
+}</pre>`, `<div class="k">output</div><pre class="value json">{
+  &#34;temp_c&#34;: 18
+}</pre>`}},
+		{"search", "121 ms", false, true, []string{
+			`&#34;q&#34;: &#34;&lt;script&gt;window.__pwned=1&lt;/script&gt;&#34;`,
+			`<div class="k">error</div><pre class="value error-value">HTTP 500: &lt;b&gt;down&lt;/b&gt; &#34;&gt;&lt;img src=x onerror=&#34;window.__pwned=2&#34;&gt;</pre>`}},
+		{"lookup_many", "—", false, false, []string{
+			`<details><summary>27 lines`, `&#34;field_y&#34;: &#34;value of y&#34;`,
+			`<pre class="value">&lt;script&gt;window.__pwned=1&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=&#34;window.__pwned=2&#34;&gt;</pre>`}},
+		{`x&#34;&gt;&lt;img src=x onerror=&#34;window.__pwned=2&#34;&gt;`, "1.50 s", false, false, []string{`<pre class="value">done</pre>`}},
+	}
+	for i, w := range want {
+		c := cs[i]
+		contains(t, "call "+w.name, c, `<span class="call-n">`+string(rune('1'+i))+`</span>`,
+			`<span class="call-name mono">`+w.name+`</span>`,
+			`<span class="call-latency muted" title="latency">`+w.latency+`</span>`)
+		contains(t, "call "+w.name, c, w.has...)
+		if got := strings.Contains(c, `<span class="badge mocked">mocked</span>`); got != w.mocked {
+			t.Errorf("call %d %s: mocked badge %v, want %v", i+1, w.name, got, w.mocked)
+		}
+		if got := strings.HasPrefix(c, ` call-failed"`); got != w.failed {
+			t.Errorf("call %d %s: marked failed %v, want %v", i+1, w.name, got, w.failed)
+		}
+		if got := strings.Contains(c, `<div class="k">output</div>`); got == w.failed {
+			t.Errorf("call %d %s: output shown %v with failed %v: a failed call shows its error instead", i+1, w.name, got, w.failed)
+		}
+	}
+	lacks(t, "escaped item page", body, pwnScript, `<img src=x`, `<b>down`)
+}
+
+// TestItemTrajectoryKinds checks the other shapes: an agent that called
+// nothing, a failed agent item (its last attempt's calls), an item whose
+// target is not an agent (no trajectory section).
+func TestItemTrajectoryKinds(t *testing.T) {
+	b := setupAgent(t)
+	noop := b.mustGet(t, "/runs/"+runAgent+"/items/1", http.StatusOK).body
+	contains(t, "agent without calls", noop, `id="trajectory-summary">1 step · 0 tool calls</span>`, `<p class="muted" id="no-calls">No tool calls.</p>`)
+	lacks(t, "agent without calls", noop, `id="timeline"`)
+
+	broken := b.mustGet(t, "/runs/"+runAgent+"/items/2", http.StatusOK).body
+	contains(t, "failed agent item", broken, `2 steps · 1 tool call</span>`, "The target failed: these are the calls of its last attempt.",
+		`<span class="call-name mono">book</span>`, `<span class="call-latency muted" title="latency">3 ms</span>`)
+
+	plain := b.mustGet(t, "/runs/"+runB+"/items/0", http.StatusOK).body
+	lacks(t, "non-agent item", plain, `id="trajectory"`, "Trajectory", "No tool calls", `id="conversation"`)
+	contains(t, "non-agent input unchanged", plain, `<div id="input"><pre class="value json">{
+  &#34;question&#34;: &#34;question 1&#34;
+}</pre></div>`)
+}
+
+// TestItemConversationInput checks that a conversation input is shown as
+// its messages, role then content, in order and escaped.
+func TestItemConversationInput(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent+"/items/0", http.StatusOK).body
+	contains(t, "conversation", body, `<h2>Input <span class="count">conversation, 4 messages</span></h2>`)
+	re := regexp.MustCompile(`<li class="msg-(\w+)"><span class="role">(\w+)</span><pre class="value">([^<]*)</pre></li>`)
+	var got []string
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		if m[1] != m[2] {
+			t.Errorf("message class %q with role %q", m[1], m[2])
+		}
+		got = append(got, m[2]+": "+m[3])
+	}
+	want := []string{
+		"system: You are a weather bot.",
+		"user: Weather in Paris? &lt;script&gt;window.__pwned=1&lt;/script&gt;",
+		"assistant: Which unit?",
+		"user: Celsius",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("conversation messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A string input is not a conversation.
+	lacks(t, "string input", b.mustGet(t, "/runs/"+runAgent+"/items/1", http.StatusOK).body, `id="conversation"`, "conversation,")
+}
+
+// TestRunAgentFigures checks the run page's agent table: means per item
+// with a trajectory (steps 3, 1, 2; calls 4, 0, 1), and no table for a run
+// without trajectories.
+func TestRunAgentFigures(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent, http.StatusOK).body
+	contains(t, "agent figures", body, `<table class="grid narrow" id="agent">`,
+		`<td class="n">3</td>`+"\n    "+`<td class="n strong" id="mean-steps">2.00</td>`+"\n    "+`<td class="n strong" id="mean-calls">1.67</td>`+"\n    "+
+			`<td class="n">5</td>`+"\n    "+`<td class="n bad">1</td>`+"\n    "+`<td class="n">1</td>`)
+	lacks(t, "run without agents", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, `id="agent"`)
+}
+
+func TestAgentStats(t *testing.T) {
+	var a agentAcc
+	if a.stats() != nil {
+		t.Fatal("stats of no trajectory: want nil (not an agent)")
+	}
+	a.add(nil)
+	a.add(&evalrun.Trajectory{Calls: []evalrun.ToolCall{{Name: "x", Error: "e"}, {Name: "y", Mocked: true}}}) // steps unknown
+	a.add(&evalrun.Trajectory{Steps: 4})
+	s := a.stats()
+	if s == nil || s.Items != 2 || s.ToolCalls != 2 || s.ToolErrors != 1 || s.MockedCalls != 1 ||
+		s.MeanToolCalls == nil || *s.MeanToolCalls != 1 || s.MeanSteps == nil || *s.MeanSteps != 4 {
+		t.Fatalf("stats = %+v", s)
+	}
+	if got := storedAgent([]byte(`{"agent":{"items":2,"mean_steps":1.5,"mean_tool_calls":2,"tool_calls":4,"tool_errors":0,"mocked_calls":1}}`)); got == nil || *got.MeanSteps != 1.5 || got.ToolCalls != 4 {
+		t.Fatalf("stored agent block read as %+v", got)
+	}
+	for _, data := range []string{`{}`, `{"agent":null}`, `{"agent":"x"}`, `{"agent":{"items":0}}`, `not json`} {
+		if got := storedAgent([]byte(data)); got != nil {
+			t.Errorf("storedAgent(%s) = %+v, want nil", data, got)
+		}
+	}
+}
+
+// TestStoredReportAgent serves a stored report with an "agent" block: the
+// run page shows its figures without scanning the results.
+func TestStoredReportAgent(t *testing.T) {
+	st := &reportStore{countingStore: &countingStore{Store: inmem.New()}, reports: map[string][]byte{}}
+	seedAgent(t, st)
+	rep, err := report.FromStore(context.Background(), st, runAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	// The block the report package writes (PRODUCT.md, "Agents"), with
+	// figures the results do not give: proves they come from the report.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(buf.Bytes(), &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields["agent"] = json.RawMessage(`{"items":3,"mean_steps":7.25,"steps_reported":3,"mean_tool_calls":9.5,"tool_calls":28,"tool_errors":2,"mocked_calls":4}`)
+	data, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.reports[runAgent] = data
+	st.scans.Store(0)
+	b := setupStore(t, st, Options{})
+	contains(t, "stored agent block", b.mustGet(t, "/runs/"+runAgent, http.StatusOK).body, `id="mean-steps">7.25</td>`, `id="mean-calls">9.50</td>`)
+	if n := st.scans.Load(); n != 0 {
+		t.Fatalf("%d scans with a stored report, want 0", n)
+	}
+}
+
+// TestItemsCallsColumn checks the items table's tool calls column: shown
+// for a page with trajectories, absent otherwise.
+func TestItemsCallsColumn(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent+"/items", http.StatusOK).body
+	re := regexp.MustCompile(`<td class="n calls">(.*?)</td>`)
+	var got []string
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		got = append(got, m[1])
+	}
+	want := `4 <span class="bad" title="failed calls">(1 failed)</span>|0|1`
+	if strings.Join(got, "|") != want {
+		t.Fatalf("calls column %q, want %q", strings.Join(got, "|"), want)
+	}
+	contains(t, "calls header", body, `<th class="n" title="tool calls (failed)">Calls</th>`)
+	lacks(t, "run without agents", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body, "calls", "Calls")
+}
+
+// TestAPIItemTrajectory checks that the item's JSON holds the whole
+// trajectory (steps, calls in order, mocked, error, latency) and none for
+// a non-agent item.
+func TestAPIItemTrajectory(t *testing.T) {
+	b := setupAgent(t)
+	got := decode[struct {
+		Result struct {
+			Trajectory *evalrun.Trajectory `json:"trajectory"`
+		} `json:"result"`
+	}](t, b.mustGet(t, "/api/runs/"+runAgent+"/items/0", http.StatusOK))
+	tr := got.Result.Trajectory
+	if tr == nil || tr.Steps != 3 || len(tr.Calls) != 4 {
+		t.Fatalf("trajectory = %+v", tr)
+	}
+	if c := tr.Calls[1]; c.Name != "search" || c.Error != "HTTP 500: <b>down</b> "+pwnImg || c.Mocked || c.LatencyMS == nil || *c.LatencyMS != 120.6 {
+		t.Fatalf("call 2 = %+v", c)
+	}
+	if c := tr.Calls[2]; c.LatencyMS != nil || !strings.Contains(string(c.Args), "field_y") {
+		t.Fatalf("call 3 = %+v", c)
+	}
+	noop := b.mustGet(t, "/api/runs/"+runAgent+"/items/1", http.StatusOK).body
+	contains(t, "empty trajectory", noop, `"trajectory": {
+      "steps": 1,
+      "calls": []
+    }`)
+	lacks(t, "non-agent item JSON", b.mustGet(t, "/api/runs/"+runB+"/items/0", http.StatusOK).body, `"trajectory"`)
+}
+
+// TestTrajectoryBounds shows an item with 1,500 calls, the first three
+// with 1 MB outputs and the next 97 with 20 KB ones: the page shows 1,000
+// calls, each value cut at 16 KB, and stops showing values after 1 MB of
+// them; it stays a few MB. (The values are kept small enough for a store
+// that copies them through JSON.)
+func TestTrajectoryBounds(t *testing.T) {
+	st := inmem.New()
+	seedAgent(t, st)
+	big := evalrun.String(strings.Repeat("<b>x</b>", 1<<17))       // 1 MB of markup
+	medium := evalrun.String(strings.Repeat("<b>x</b>", 20<<10/8)) // 20 KB
+	tr := &evalrun.Trajectory{Steps: 10}
+	for i := range 1500 {
+		out := json.RawMessage(`"ok"`)
+		switch {
+		case i < 3:
+			out = big
+		case i < 100: // enough to spend the page's budget
+			out = medium
+		}
+		tr.Calls = append(tr.Calls, evalrun.ToolCall{Name: "fetch", Args: json.RawMessage(`{"n":1}`), Output: out, LatencyMS: fptr(2)})
+	}
+	res := &evalrun.ItemResult{RunID: runAgent, Index: 1, ItemID: "noop", Attempts: 1, Output: evalrun.String("ok"),
+		StartedAt: t0, CompletedAt: t0.Add(time.Second), Trajectory: tr}
+	if err := st.WriteResults(context.Background(), []*evalrun.ItemResult{res}); err != nil {
+		t.Fatal(err)
+	}
+	b := setupStore(t, st, Options{})
+	body := b.mustGet(t, "/runs/"+runAgent+"/items/1", http.StatusOK).body
+	if len(body) > 4<<20 {
+		t.Fatalf("page of %d bytes, want at most 4 MB", len(body))
+	}
+	if n := strings.Count(body, `<li class="call`); n != maxCallsShown {
+		t.Fatalf("%d calls shown, want %d", n, maxCallsShown)
+	}
+	full := strings.Count(body, `<div class="k">output</div>`)
+	omitted := strings.Count(body, "arguments and output not shown")
+	if full+omitted != maxCallsShown || full == 0 || full > trajectoryBudget/maxCallValueBytes+1 {
+		t.Fatalf("%d calls with values, %d omitted", full, omitted)
+	}
+	contains(t, "bounded trajectory", body, "1,500 tool calls", "and 500 more calls in",
+		"1,048,576 bytes, the first", "… (truncated, 1048576 bytes)", "20,480 bytes, the first", "… (truncated, 20480 bytes)", `href="/api/runs/`+runAgent+`/items/1"`)
+	lacks(t, "bounded trajectory", body, "<b>x")
+}
+
+// TestItemsToolErrorsFilter checks tool_errors=1: only the results with a
+// failed tool call, on the page and in the API.
+func TestItemsToolErrorsFilter(t *testing.T) {
+	b := setupAgent(t)
+	body := b.mustGet(t, "/runs/"+runAgent+"/items?tool_errors=1", http.StatusOK).body
+	contains(t, "filtered page", body, `id="tool-errors" checked`, `href="/runs/`+runAgent+`/items/0">weather</a>`)
+	lacks(t, "filtered page", body, `>noop</a>`, `>broken</a>`)
+	contains(t, "unfiltered agent page", b.mustGet(t, "/runs/"+runAgent+"/items", http.StatusOK).body, `id="tool-errors">`)
+
+	got := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/"+runAgent+"/items?tool_errors=1&sort=-latency", http.StatusOK))
+	if len(got.Items) != 1 || got.Items[0].ID != "weather" || got.Total == nil || *got.Total != 1 {
+		t.Fatalf("API tool_errors=1: %+v", got)
+	}
+	plain := b.mustGet(t, "/runs/"+runB+"/items?tool_errors=1", http.StatusOK).body
+	contains(t, "run without agents", plain, `id="no-items"`)
+	lacks(t, "unfiltered run without agents", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body, `id="tool-errors"`)
+	contains(t, "bad value", b.mustGet(t, "/runs/"+runAgent+"/items?tool_errors=maybe", http.StatusBadRequest).body, `bad tool_errors=&#34;maybe&#34;: want 1 or 0`)
+}
