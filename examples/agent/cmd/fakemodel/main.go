@@ -1,0 +1,72 @@
+// Command fakemodel serves the agent example's fake model (package
+// examples/agent/fakemodel) on 127.0.0.1: an OpenAI-compatible chat
+// completions server that calls tools by fixed rules, so that
+// examples/agent runs offline with no API key.
+//
+//	fakemodel [-addr 127.0.0.1:0] [-url-file PATH]
+//
+// It prints its base URL (http://127.0.0.1:PORT/v1) on standard output
+// and, with -url-file, writes it to PATH (atomically, so that a script
+// waiting for the file never reads half of it). It stops on SIGINT or
+// SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/evalrun/evalrun/examples/agent/fakemodel"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "the address to listen on (port 0: a free port)")
+	urlFile := flag.String("url-file", "", "write the base URL to this file once listening")
+	flag.Parse()
+	if err := serve(*addr, *urlFile); err != nil {
+		fmt.Fprintln(os.Stderr, "fakemodel:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(addr, urlFile string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	srv := &http.Server{Handler: fakemodel.New(), ReadHeaderTimeout: 10 * time.Second}
+	if urlFile != "" {
+		tmp := filepath.Join(filepath.Dir(urlFile), "."+filepath.Base(urlFile)+".tmp")
+		if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, urlFile); err != nil {
+			return err
+		}
+	}
+	fmt.Println("fakemodel: serving", url)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
