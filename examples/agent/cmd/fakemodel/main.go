@@ -31,15 +31,18 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "the address to listen on (port 0: a free port)")
 	urlFile := flag.String("url-file", "", "write the base URL to this file once listening")
 	flag.Parse()
-	if err := serve(*addr, *urlFile); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ready := func(url string) { fmt.Println("fakemodel: serving", url) }
+	if err := serve(ctx, *addr, *urlFile, ready); err != nil {
 		fmt.Fprintln(os.Stderr, "fakemodel:", err)
 		os.Exit(1)
 	}
 }
 
-func serve(addr, urlFile string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// serve serves the fake model on addr until ctx ends, calling ready with
+// the base URL once it listens (after writing urlFile, when given).
+func serve(ctx context.Context, addr, urlFile string, ready func(url string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -49,13 +52,15 @@ func serve(addr, urlFile string) error {
 	if urlFile != "" {
 		tmp := filepath.Join(filepath.Dir(urlFile), "."+filepath.Base(urlFile)+".tmp")
 		if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+			ln.Close()
 			return err
 		}
 		if err := os.Rename(tmp, urlFile); err != nil {
+			ln.Close()
 			return err
 		}
 	}
-	fmt.Println("fakemodel: serving", url)
+	ready(url)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
