@@ -254,8 +254,8 @@ func compareLines(t *testing.T, got, want []string) {
 // The shipped examples parse (the OpenAI one with a placeholder key; nothing
 // is called).
 func TestExamplesParse(t *testing.T) {
-	for _, path := range []string{"../examples/quickstart/suite.yaml", "../examples/failing-gate/suite.yaml", "../examples/openai/suite.yaml"} {
-		s, err := suite.Load(path, suite.Options{Env: suite.EnvList([]string{"OPENAI_API_KEY=placeholder"})})
+	for _, path := range []string{"../examples/quickstart/suite.yaml", "../examples/failing-gate/suite.yaml", "../examples/openai/suite.yaml", "../examples/agent/suite.yaml"} {
+		s, err := suite.Load(path, suite.Options{Env: suite.EnvList([]string{"OPENAI_API_KEY=placeholder", "AGENT_BASE_URL=http://127.0.0.1:1/v1"})})
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
