@@ -120,7 +120,7 @@ func TestReadOutputsTrajectoryErrors(t *testing.T) {
 		{"name not a string", line(`, "trajectory": [{"name": 3}]`), `trajectory[0]: "name" is a number, want the tool's name`},
 		{"both args", line(`, "trajectory": [{"name": "t", "args": {}, "arguments": "{}"}]`), `trajectory[0]: has both "args" and "arguments"; give one`},
 		{"args a number", line(`, "trajectory": [{"name": "t", "args": 3}]`), `trajectory[0]: "args" is a number, want an object of arguments (or a JSON string holding one)`},
-		{"name too long", line(`, "trajectory": [{"name": "`+strings.Repeat("n", 1025)+`"}]`), `trajectory[0]: "name" is 1025 bytes, at most 1024`},
+		{"name too long", line(`, "trajectory": [{"name": "` + strings.Repeat("n", 1025) + `"}]`), `trajectory[0]: "name" is 1025 bytes, at most 1024`},
 		{"arguments not JSON", line(`, "trajectory": [{"name": "t", "arguments": "{city"}]`), `trajectory[0]: tool "t": arguments "{city" are not valid JSON`},
 		{"arguments a list", line(`, "trajectory": [{"name": "t", "arguments": "[1]"}]`), `trajectory[0]: tool "t": "arguments" holds a list, want an object`},
 		{"error not a string", line(`, "trajectory": [{"name": "t", "error": {"m": 1}}]`), `trajectory[0]: "error" is an object, want a string (the tool's failure)`},
