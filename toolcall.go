@@ -31,7 +31,10 @@ const (
 // "latency_ms", or an unknown key) is the caller's to decide. Errors say
 // which key is wrong and why; the caller adds where the call is.
 func ParseToolCall(raw json.RawMessage) (call ToolCall, rest map[string]json.RawMessage, err error) {
-	o, err := jsonObject(raw)
+	o, err := ObjectKeys(raw)
+	if errors.Is(err, ErrNotObject) {
+		return call, nil, fmt.Errorf("is %s, want an object {\"name\", \"args\"}", JSONKind(raw))
+	}
 	if err != nil {
 		return call, nil, err
 	}
@@ -79,16 +82,20 @@ func ParseToolCall(raw json.RawMessage) (call ToolCall, rest map[string]json.Raw
 	return call, o, nil
 }
 
-// jsonObject returns the keys of the JSON object raw with their values; a
+// ErrNotObject is matched (errors.Is) by the error of ObjectKeys for valid
+// JSON that is not an object; the caller says what the object should be.
+var ErrNotObject = errors.New("not a JSON object")
+
+// ObjectKeys returns the keys of the JSON object raw with their values; a
 // repeated key is an error, not a silent choice of the last one.
-func jsonObject(raw []byte) (map[string]json.RawMessage, error) {
+func ObjectKeys(raw []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("malformed JSON: %v", err)
 		}
-		return nil, fmt.Errorf("is %s, want an object {\"name\", \"args\"}", JSONKind(raw))
+		return nil, ErrNotObject
 	}
 	o := map[string]json.RawMessage{}
 	for dec.More() {

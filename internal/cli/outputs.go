@@ -133,35 +133,11 @@ func readOutputs(path string) (*savedOutputs, error) {
 // outputsObject returns the keys of the JSON object raw with their values;
 // a repeated key is an error, not a silent choice of the last one.
 func outputsObject(raw []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
+	rec, err := evalrun.ObjectKeys(raw)
+	if errors.Is(err, evalrun.ErrNotObject) {
 		return nil, errors.New(`not a JSON object (a line is {"id": ..., "output": ...})`)
 	}
-	rec := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
-		if _, dup := rec[key]; dup {
-			return nil, fmt.Errorf("duplicate key %q", key)
-		}
-		rec[key] = val
-	}
-	if _, err := dec.Token(); err != nil || dec.More() {
-		var v any
-		return nil, fmt.Errorf("malformed JSON: %v", json.Unmarshal(raw, &v))
-	}
-	return rec, nil
+	return rec, err
 }
 
 // parseTrajectory returns the trajectory of a line from its "trajectory"
