@@ -141,3 +141,18 @@ func JSONKind(raw json.RawMessage) string {
 	}
 	return "a number"
 }
+
+// CallCounts returns how many of t's calls recorded an error (failed) and
+// how many the item's tool_mocks answered (mocked): the figures the report
+// and the viewer give of a trajectory.
+func (t *Trajectory) CallCounts() (failed, mocked int) {
+	for i := range t.Calls {
+		if t.Calls[i].Error != "" {
+			failed++
+		}
+		if t.Calls[i].Mocked {
+			mocked++
+		}
+	}
+	return failed, mocked
+}

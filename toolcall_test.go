@@ -40,3 +40,10 @@ func TestParseToolCall(t *testing.T) {
 		}
 	}
 }
+
+func TestCallCounts(t *testing.T) {
+	tr := &Trajectory{Calls: []ToolCall{{Name: "a", Error: "boom"}, {Name: "b", Mocked: true}, {Name: "c", Error: "x", Mocked: true}, {Name: "d"}}}
+	if failed, mocked := tr.CallCounts(); failed != 2 || mocked != 2 {
+		t.Errorf("CallCounts = %d failed, %d mocked; want 2, 2", failed, mocked)
+	}
+}

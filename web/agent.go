@@ -63,14 +63,7 @@ func newTrajectoryView(t *evalrun.Trajectory, failed bool) *trajectoryView {
 		return nil
 	}
 	v := &trajectoryView{Steps: t.Steps, Total: len(t.Calls), Partial: failed}
-	for i := range t.Calls {
-		if t.Calls[i].Error != "" {
-			v.Errors++
-		}
-		if t.Calls[i].Mocked {
-			v.Mocked++
-		}
-	}
+	v.Errors, v.Mocked = t.CallCounts()
 	shown := t.Calls[:min(len(t.Calls), maxCallsShown)]
 	v.More = len(t.Calls) - len(shown)
 	v.Calls = make([]callView, len(shown))

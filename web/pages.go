@@ -434,11 +434,7 @@ func callsCells(results []*evalrun.ItemResult) []callsCell {
 			cells = make([]callsCell, len(results))
 		}
 		c := callsCell{Agent: true, Calls: len(r.Trajectory.Calls)}
-		for _, call := range r.Trajectory.Calls {
-			if call.Error != "" {
-				c.Failed++
-			}
-		}
+		c.Failed, _ = r.Trajectory.CallCounts()
 		cells[i] = c
 	}
 	return cells
