@@ -70,14 +70,9 @@ func (a *agentAcc) add(t *evalrun.Trajectory) {
 		a.steps += int64(t.Steps)
 	}
 	a.calls += len(t.Calls)
-	for i := range t.Calls {
-		if t.Calls[i].Error != "" {
-			a.errors++
-		}
-		if t.Calls[i].Mocked {
-			a.mocked++
-		}
-	}
+	failed, mocked := t.CallCounts()
+	a.errors += failed
+	a.mocked += mocked
 }
 
 func (a *agentAcc) summary() *AgentSummary {

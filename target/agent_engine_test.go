@@ -88,7 +88,7 @@ func checkAgentResults(t *testing.T, got map[string]*evalrun.ItemResult) {
 		t.Fatalf("q1 result %+v: want a stored trajectory of one call", q1)
 	}
 	c := q1.Trajectory.Calls[0]
-	if c.Name != "get_weather" || string(c.Args) != `{"city":"Paris","units":"C"}` || !evalrun.EqualValues(c.Output, json.RawMessage(`{"temp_c": 18}`)) ||
+	if c.Name != "get_weather" || string(c.Args) != `{"city":"Paris","units":"C"}` || string(c.Output) != `{"temp_c":18}` ||
 		c.Mocked || c.LatencyMS != nil || q1.Trajectory.Steps != 0 {
 		t.Errorf("q1 call %+v (steps %d)", c, q1.Trajectory.Steps)
 	}

@@ -13,17 +13,11 @@ import (
 )
 
 // The bounds of a black-box agent's trajectory (the http and exec targets'
-// trajectory key). The response that holds it is bounded already
-// (max_response_bytes, max_output_bytes); these keep what is stored and
-// shown for one item, and what the trajectory scorer compares, in
-// proportion.
+// trajectory key), shared with every reported trajectory. The response
+// that holds it is bounded already (max_response_bytes, max_output_bytes).
 const (
-	// MaxTrajectoryCalls is the most tool calls one trajectory may hold;
-	// an agent's max_steps keeps a real one far below.
-	MaxTrajectoryCalls = 10_000
-	// MaxToolNameBytes is the longest tool name (OpenAI allows 64
-	// characters).
-	MaxToolNameBytes = 1 << 10
+	MaxTrajectoryCalls = evalrun.MaxTrajectoryCalls
+	MaxToolNameBytes   = evalrun.MaxToolNameBytes
 )
 
 // ErrInvalidTrajectory is matched (errors.Is) by the error of an item whose
@@ -141,9 +135,12 @@ func pickTrajectory(doc []byte, path, where string) (*evalrun.Trajectory, error)
 			err = fail("more than %d tool calls", MaxTrajectoryCalls)
 			return false
 		}
-		var call evalrun.ToolCall
-		if call, err = toolCall(el); err != nil {
-			err = fail("element %d: %v", n-1, err)
+		// Keys ParseToolCall leaves (an OpenAI call's "id" and "type",
+		// an agent's own "mocked") are ignored: a black-box agent's calls
+		// are recorded unmocked and without latency.
+		call, _, perr := evalrun.ParseToolCall(json.RawMessage(el.Raw))
+		if perr != nil {
+			err = fail("element %d: %v", n-1, perr)
 			return false
 		}
 		tr.Calls = append(tr.Calls, call)
@@ -153,70 +150,6 @@ func pickTrajectory(doc []byte, path, where string) (*evalrun.Trajectory, error)
 		return nil, err
 	}
 	return tr, nil
-}
-
-// toolCall reads one element of a trajectory array.
-func toolCall(el gjson.Result) (evalrun.ToolCall, error) {
-	var call evalrun.ToolCall
-	if !el.IsObject() {
-		return call, fmt.Errorf("is %s, want an object {\"name\", \"args\"}", jsonKind(el))
-	}
-	var name, args, arguments, output, errv *gjson.Result
-	el.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "name":
-			name = &v
-		case "args":
-			args = &v
-		case "arguments":
-			arguments = &v
-		case "output":
-			output = &v
-		case "error":
-			errv = &v
-		}
-		return true
-	})
-	switch {
-	case name == nil:
-		return call, errors.New(`"name" is missing`)
-	case name.Type != gjson.String || strings.TrimSpace(name.Str) == "":
-		return call, fmt.Errorf(`"name" is %s, want the tool's name`, describeName(*name))
-	case len(name.Str) > MaxToolNameBytes:
-		return call, fmt.Errorf(`"name" is %d bytes, at most %d`, len(name.Str), MaxToolNameBytes)
-	case args != nil && arguments != nil:
-		return call, errors.New(`has both "args" and "arguments"; give one`)
-	}
-	call.Name = name.Str
-	key, a := "args", args
-	if a == nil {
-		key, a = "arguments", arguments
-	}
-	var raw json.RawMessage
-	if a != nil {
-		raw = json.RawMessage(a.Raw)
-	}
-	parsed, err := evalrun.ParseArguments(raw)
-	if err != nil {
-		return call, fmt.Errorf("tool %s: %w", snipName(call.Name), err) // err says "arguments …"
-	}
-	if p := gjson.ParseBytes(parsed); !p.IsObject() {
-		return call, fmt.Errorf("tool %s: %q is %s, want an object of arguments", snipName(call.Name), key, jsonKind(p))
-	}
-	call.Args = parsed
-	if output != nil && output.Type != gjson.Null {
-		call.Output = json.RawMessage(output.Raw)
-	}
-	if errv != nil {
-		switch errv.Type {
-		case gjson.Null:
-		case gjson.String:
-			call.Error = errv.Str
-		default:
-			call.Error = evalrun.Text(json.RawMessage(errv.Raw))
-		}
-	}
-	return call, nil
 }
 
 // jsonKind names the JSON type of r for a message.
@@ -238,19 +171,4 @@ func jsonKind(r gjson.Result) string {
 		return "null"
 	}
 	return "not JSON"
-}
-
-func describeName(r gjson.Result) string {
-	if r.Type == gjson.String {
-		return "blank"
-	}
-	return jsonKind(r)
-}
-
-// snipName bounds a tool name quoted in a message.
-func snipName(s string) string {
-	if len(s) > 64 {
-		s = strings.ToValidUTF8(s[:64], "") + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -78,7 +78,7 @@ func TestHTTPBlackBoxAgent(t *testing.T) {
 		{"name": "get_weather", "args": {"city": "Paris"}, "output": {"temp_c": 18}},
 		{"id": "call_2", "name": "search", "arguments": "{\"q\": \"hotels\"}", "error": "HTTP 503"},
 		{"name": "noop"},
-		{"name": "log", "arguments": "", "output": null, "error": {"code": 7}}
+		{"name": "log", "arguments": "", "output": null, "error": null}
 	]}`)
 	h, err := NewHTTP(HTTPConfig{URL: srv.URL, Output: "answer", Trajectory: "calls"})
 	if err != nil {
@@ -97,7 +97,7 @@ func TestHTTPBlackBoxAgent(t *testing.T) {
 		`{"name":"get_weather","args":{"city":"Paris"},"output":{"temp_c":18},"mocked":false,"latency_ms":null},` +
 		`{"name":"search","args":{"q":"hotels"},"error":"HTTP 503","mocked":false,"latency_ms":null},` +
 		`{"name":"noop","args":{},"mocked":false,"latency_ms":null},` +
-		`{"name":"log","args":{},"error":"{\"code\":7}","mocked":false,"latency_ms":null}]}`
+		`{"name":"log","args":{},"mocked":false,"latency_ms":null}]}`
 	if string(got) != want {
 		t.Errorf("trajectory\n got %s\nwant %s", got, want)
 	}
@@ -151,8 +151,10 @@ func TestBlackBoxTrajectoryErrors(t *testing.T) {
 		{"long name", `{"calls": [{"name": "` + strings.Repeat("n", MaxToolNameBytes+1) + `"}]}`, "calls", []string{"at most 1024"}},
 		{"bad arguments string", `{"calls": [{"name": "a", "arguments": "{\"city\": "}]}`, "calls",
 			[]string{`element 0: tool "a": arguments "{\"city\":" are not valid JSON`}},
-		{"arguments not an object", `{"calls": [{"name": "a", "args": [1]}]}`, "calls", []string{`"args" is an array, want an object`}},
-		{"arguments string holding a number", `{"calls": [{"name": "a", "arguments": "5"}]}`, "calls", []string{`"arguments" is a number`}},
+		{"arguments not an object", `{"calls": [{"name": "a", "args": [1]}]}`, "calls", []string{`"args" is a list, want an object`}},
+		{"arguments string holding a number", `{"calls": [{"name": "a", "arguments": "5"}]}`, "calls", []string{`"arguments" holds a number`}},
+		{"error not a string", `{"calls": [{"name": "a", "error": {"code": 7}}]}`, "calls", []string{`element 0: "error" is an object, want a string`}},
+		{"key given twice", `{"calls": [{"name": "a", "name": "b"}]}`, "calls", []string{`element 0: duplicate key "name"`}},
 		{"args and arguments", `{"calls": [{"name": "a", "args": {}, "arguments": "{}"}]}`, "calls", []string{`both "args" and "arguments"`}},
 		{"too many calls", `{"calls": [` + strings.Repeat(`{"name":"a"},`, MaxTrajectoryCalls) + `{"name":"a"}]}`, "calls",
 			[]string{"more than 10000 tool calls"}},

@@ -5,7 +5,6 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/bounded"
-	"github.com/evalrun/evalrun/report"
 )
 
 // This file holds what the viewer shows of agents: the run's agent figures,
@@ -30,83 +29,6 @@ const (
 	maxMessageBytes    = 16 << 10
 	conversationBudget = 1 << 20
 )
-
-// agentStats are a run's agent figures, in the shape of the report's
-// "agent" block (PRODUCT.md, "Agents"): computed by the viewer while it
-// builds the report, or read from a stored report that has the block.
-type agentStats struct {
-	// Items is the number of results with a trajectory (an agent's).
-	Items int `json:"items"`
-	// MeanSteps is the mean number of model turns over the results whose
-	// steps are known (> 0); nil when none is.
-	MeanSteps *float64 `json:"mean_steps"`
-	// MeanToolCalls is ToolCalls / Items.
-	MeanToolCalls *float64 `json:"mean_tool_calls"`
-	ToolCalls     int      `json:"tool_calls"`
-	ToolErrors    int      `json:"tool_errors"`
-	MockedCalls   int      `json:"mocked_calls"`
-}
-
-// agentAcc accumulates agentStats over a run's results.
-type agentAcc struct {
-	items, stepsKnown, steps, calls, errors, mocked int
-}
-
-func (a *agentAcc) add(t *evalrun.Trajectory) {
-	if t == nil {
-		return
-	}
-	a.items++
-	if t.Steps > 0 {
-		a.stepsKnown++
-		a.steps += t.Steps
-	}
-	a.calls += len(t.Calls)
-	for i := range t.Calls {
-		if t.Calls[i].Error != "" {
-			a.errors++
-		}
-		if t.Calls[i].Mocked {
-			a.mocked++
-		}
-	}
-}
-
-// stats returns the figures, nil when no result had a trajectory (the
-// target is not an agent).
-func (a *agentAcc) stats() *agentStats {
-	if a.items == 0 {
-		return nil
-	}
-	s := &agentStats{Items: a.items, ToolCalls: a.calls, ToolErrors: a.errors, MockedCalls: a.mocked}
-	calls := float64(a.calls) / float64(a.items)
-	s.MeanToolCalls = &calls
-	if a.stepsKnown > 0 {
-		steps := float64(a.steps) / float64(a.stepsKnown)
-		s.MeanSteps = &steps
-	}
-	return s
-}
-
-// runReport is a run's report (without item rows) and its agent figures.
-type runReport struct {
-	*report.Report
-	// Agent is nil when no result has a trajectory.
-	Agent *agentStats
-}
-
-// storedAgent reads the "agent" block of a stored JSON report, nil when it
-// has none (a report written before agents, or of a run without one) or
-// when the block is not what the viewer expects.
-func storedAgent(data []byte) *agentStats {
-	var v struct {
-		Agent *agentStats `json:"agent"`
-	}
-	if json.Unmarshal(data, &v) != nil || v.Agent == nil || v.Agent.Items <= 0 {
-		return nil
-	}
-	return v.Agent
-}
 
 // trajectoryView is an item's trajectory as the item page draws it.
 type trajectoryView struct {
@@ -141,14 +63,7 @@ func newTrajectoryView(t *evalrun.Trajectory, failed bool) *trajectoryView {
 		return nil
 	}
 	v := &trajectoryView{Steps: t.Steps, Total: len(t.Calls), Partial: failed}
-	for i := range t.Calls {
-		if t.Calls[i].Error != "" {
-			v.Errors++
-		}
-		if t.Calls[i].Mocked {
-			v.Mocked++
-		}
-	}
+	v.Errors, v.Mocked = t.CallCounts()
 	shown := t.Calls[:min(len(t.Calls), maxCallsShown)]
 	v.More = len(t.Calls) - len(shown)
 	v.Calls = make([]callView, len(shown))

@@ -221,26 +221,26 @@ func TestRunAgentFigures(t *testing.T) {
 	lacks(t, "run without agents", b.mustGet(t, "/runs/"+runB, http.StatusOK).body, `id="agent"`)
 }
 
-func TestAgentStats(t *testing.T) {
-	var a agentAcc
-	if a.stats() != nil {
-		t.Fatal("stats of no trajectory: want nil (not an agent)")
+// TestStoredReportEmptyAgent: a stored "agent" block with no items
+// describes no agent; the run page shows no agent figures for it.
+func TestStoredReportEmptyAgent(t *testing.T) {
+	st := &reportStore{countingStore: &countingStore{Store: inmem.New()}, reports: map[string][]byte{}}
+	seedAgent(t, st)
+	rep, err := report.FromStore(context.Background(), st, runAgent)
+	if err != nil {
+		t.Fatal(err)
 	}
-	a.add(nil)
-	a.add(&evalrun.Trajectory{Calls: []evalrun.ToolCall{{Name: "x", Error: "e"}, {Name: "y", Mocked: true}}}) // steps unknown
-	a.add(&evalrun.Trajectory{Steps: 4})
-	s := a.stats()
-	if s == nil || s.Items != 2 || s.ToolCalls != 2 || s.ToolErrors != 1 || s.MockedCalls != 1 ||
-		s.MeanToolCalls == nil || *s.MeanToolCalls != 1 || s.MeanSteps == nil || *s.MeanSteps != 4 {
-		t.Fatalf("stats = %+v", s)
+	rep.Agent = &report.AgentSummary{}
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
 	}
-	if got := storedAgent([]byte(`{"agent":{"items":2,"mean_steps":1.5,"mean_tool_calls":2,"tool_calls":4,"tool_errors":0,"mocked_calls":1}}`)); got == nil || *got.MeanSteps != 1.5 || got.ToolCalls != 4 {
-		t.Fatalf("stored agent block read as %+v", got)
-	}
-	for _, data := range []string{`{}`, `{"agent":null}`, `{"agent":"x"}`, `{"agent":{"items":0}}`, `not json`} {
-		if got := storedAgent([]byte(data)); got != nil {
-			t.Errorf("storedAgent(%s) = %+v, want nil", data, got)
-		}
+	st.reports[runAgent] = buf.Bytes()
+	st.scans.Store(0)
+	b := setupStore(t, st, Options{})
+	lacks(t, "empty stored agent block", b.mustGet(t, "/runs/"+runAgent, http.StatusOK).body, `id="agent"`)
+	if n := st.scans.Load(); n != 0 {
+		t.Fatalf("%d scans with a stored report, want 0", n)
 	}
 }
 

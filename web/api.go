@@ -103,7 +103,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, rep.Report); err != nil {
+	if err := report.WriteJSON(&buf, rep); err != nil {
 		s.jsonError(w, r, err)
 		return
 	}

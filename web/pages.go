@@ -106,9 +106,9 @@ func reportFP(run *evalrun.Run) string {
 
 // report returns the report (without item rows) of run with its agent
 // figures, cached.
-func (s *Server) report(ctx context.Context, run *evalrun.Run) (*runReport, error) {
+func (s *Server) report(ctx context.Context, run *evalrun.Run) (*report.Report, error) {
 	return s.reports.get(ctx, s.bgCtx, run.ID, reportFP(run), run.Status.Done(), s.opts.RefreshInterval,
-		func(ctx context.Context) (*runReport, error) {
+		func(ctx context.Context) (*report.Report, error) {
 			if rs, ok := s.store.(ReportStore); ok && run.Status.Done() {
 				rep, err := storedReport(ctx, rs, run)
 				if err == nil || !errors.Is(err, evalrun.ErrNotFound) {
@@ -119,24 +119,10 @@ func (s *Server) report(ctx context.Context, run *evalrun.Run) (*runReport, erro
 		})
 }
 
-// buildReport is report.FromStore (without item rows) that also adds up
-// the agent figures in the same scan of the results.
-func buildReport(ctx context.Context, store evalrun.RunStore, runID string) (*runReport, error) {
-	run, err := store.GetRun(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("report: run %s: %w", runID, err)
-	}
-	b := report.NewBuilder(run, report.WithoutItems())
-	var agent agentAcc
-	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
-		b.Add(r)
-		agent.add(r.Trajectory)
-		return ctx.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("report: results of run %s: %w", runID, err)
-	}
-	return &runReport{Report: b.Report(), Agent: agent.stats()}, nil
+// buildReport is the run's report without item rows; its Agent block
+// holds the agent figures (nil when no result has a trajectory).
+func buildReport(ctx context.Context, store evalrun.RunStore, runID string) (*report.Report, error) {
+	return report.FromStore(ctx, store, runID, report.WithoutItems())
 }
 
 // ReportStore is an optional ability of a store: keeping the final JSON
@@ -153,7 +139,7 @@ type ReportStore interface {
 // storedReport reads a stored report, used only when it matches the run
 // record (a resumed run gets a new one). Its agent figures are its "agent"
 // block, when it has one.
-func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*runReport, error) {
+func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*report.Report, error) {
 	data, err := rs.GetReportJSON(ctx, run.ID)
 	if err != nil {
 		return nil, err
@@ -166,7 +152,10 @@ func storedReport(ctx context.Context, rs ReportStore, run *evalrun.Run) (*runRe
 		return nil, fmt.Errorf("stored report of run %s is stale: %w", run.ID, evalrun.ErrNotFound)
 	}
 	rep.Items = nil
-	return &runReport{Report: rep, Agent: storedAgent(data)}, nil
+	if rep.Agent != nil && rep.Agent.Items <= 0 {
+		rep.Agent = nil // a block without items describes no agent
+	}
+	return rep, nil
 }
 
 // runRow is a line of the runs list.
@@ -264,7 +253,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 type runView struct {
 	Run          *evalrun.Run
 	Report       *report.Report
-	Agent        *agentStats // nil when the run has no trajectories
+	Agent        *report.AgentSummary // nil when the run has no trajectories
 	Live         bool
 	Failures     []report.Failure
 	MoreFailures int
@@ -290,7 +279,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := runView{Run: run, Report: rep.Report, Agent: rep.Agent, Live: !run.Status.Done()}
+	v := runView{Run: run, Report: rep, Agent: rep.Agent, Live: !run.Status.Done()}
 	v.Failures = rep.Failures[:min(len(rep.Failures), failuresShown)]
 	v.MoreFailures = len(rep.Failures) - len(v.Failures)
 	v.Flaky = rep.Flaky[:min(len(rep.Flaky), flakyShown)]
@@ -445,11 +434,7 @@ func callsCells(results []*evalrun.ItemResult) []callsCell {
 			cells = make([]callsCell, len(results))
 		}
 		c := callsCell{Agent: true, Calls: len(r.Trajectory.Calls)}
-		for _, call := range r.Trajectory.Calls {
-			if call.Error != "" {
-				c.Failed++
-			}
-		}
+		c.Failed, _ = r.Trajectory.CallCounts()
 		cells[i] = c
 	}
 	return cells

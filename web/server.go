@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/report"
 )
 
 //go:embed templates/*.html
@@ -68,7 +69,7 @@ type Server struct {
 	pages map[string]*template.Template
 
 	auth     *authenticator
-	reports  *memo[*runReport]
+	reports  *memo[*report.Report]
 	compares *memo[*compareView]
 
 	bgCtx    context.Context
@@ -120,7 +121,7 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	// Background builds: two at a time on 2-core machines is plenty.
 	sem := make(chan struct{}, 2)
-	s.reports = newMemo[*runReport](opts.CacheSize, opts.Clock, sem)
+	s.reports = newMemo[*report.Report](opts.CacheSize, opts.Clock, sem)
 	s.compares = newMemo[*compareView](max(opts.CacheSize/4, 4), opts.Clock, sem)
 	s.routes()
 	s.prewarmed = make(chan struct{})

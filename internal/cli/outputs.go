@@ -51,7 +51,7 @@ func (s *savedOutputs) Execute(_ context.Context, item *evalrun.Item) (evalrun.O
 // above what an agent makes for one item (the openai target stops after
 // max_steps turns), low enough that a hostile file cannot make every
 // repeat and scorer hold millions of calls (a line may be 16 MiB).
-const maxReplayedCalls = 10_000
+const maxReplayedCalls = evalrun.MaxTrajectoryCalls
 
 // outputsKeys are the keys of a line of an --outputs file.
 var outputsKeys = []string{"id", "output", "trajectory", "steps"}
@@ -133,35 +133,11 @@ func readOutputs(path string) (*savedOutputs, error) {
 // outputsObject returns the keys of the JSON object raw with their values;
 // a repeated key is an error, not a silent choice of the last one.
 func outputsObject(raw []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
+	rec, err := evalrun.ObjectKeys(raw)
+	if errors.Is(err, evalrun.ErrNotObject) {
 		return nil, errors.New(`not a JSON object (a line is {"id": ..., "output": ...})`)
 	}
-	rec := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("malformed JSON: %v", err)
-		}
-		if _, dup := rec[key]; dup {
-			return nil, fmt.Errorf("duplicate key %q", key)
-		}
-		rec[key] = val
-	}
-	if _, err := dec.Token(); err != nil || dec.More() {
-		var v any
-		return nil, fmt.Errorf("malformed JSON: %v", json.Unmarshal(raw, &v))
-	}
-	return rec, nil
+	return rec, err
 }
 
 // parseTrajectory returns the trajectory of a line from its "trajectory"
@@ -210,17 +186,15 @@ func parseTrajectory(rawCalls, rawSteps json.RawMessage) (*evalrun.Trajectory, e
 	return t, nil
 }
 
-// parseCall returns one call of a line's "trajectory".
+// parseCall returns one call of a line's "trajectory": a tool call as
+// evalrun.ParseToolCall reads it, with the call's "mocked" and
+// "latency_ms" as recorded; any other key is a mistake in the file.
 func parseCall(raw json.RawMessage) (evalrun.ToolCall, error) {
-	var c evalrun.ToolCall
-	o, err := outputsObject(raw)
+	c, rest, err := evalrun.ParseToolCall(raw)
 	if err != nil {
-		if jsonKind(raw) != "an object" {
-			return c, fmt.Errorf(`must be an object {"name", "args", "output"}, got %s`, jsonKind(raw))
-		}
 		return c, err
 	}
-	for k := range o {
+	for k := range rest {
 		if !slices.Contains(callKeys, k) {
 			hint := ""
 			if sug := suggest.Key(k, callKeys); sug != "" {
@@ -229,40 +203,10 @@ func parseCall(raw json.RawMessage) (evalrun.ToolCall, error) {
 			return c, fmt.Errorf("unknown key %q%s; known keys: %s", k, hint, strings.Join(callKeys, ", "))
 		}
 	}
-	if json.Unmarshal(o["name"], &c.Name) != nil || strings.TrimSpace(c.Name) == "" {
-		return c, errors.New(`"name" must be a non-empty string (the tool's name)`)
-	}
-	args, hasArgs := o["args"]
-	if a, ok := o["arguments"]; ok {
-		if hasArgs {
-			return c, errors.New(`give "args" or "arguments", not both`)
-		}
-		args, hasArgs = a, true
-	}
-	c.Args = json.RawMessage("{}")
-	if hasArgs {
-		if k := jsonKind(args); k != "an object" && k != "a string" && k != "null" {
-			return c, fmt.Errorf(`"args" must be an object (or a JSON string holding one), got %s`, k)
-		}
-		parsed, err := evalrun.ParseArguments(args)
-		if err != nil {
-			return c, fmt.Errorf(`"args": %v`, err)
-		}
-		if k := jsonKind(parsed); k != "an object" {
-			return c, fmt.Errorf(`"args" must hold a JSON object, got %s`, k)
-		}
-		c.Args = parsed
-	}
-	if out, ok := o["output"]; ok {
-		c.Output = out
-	}
-	if e, ok := o["error"]; ok && json.Unmarshal(e, &c.Error) != nil {
-		return c, fmt.Errorf(`"error" must be a string (the tool's failure), got %s`, jsonKind(e))
-	}
-	if m, ok := o["mocked"]; ok && json.Unmarshal(m, &c.Mocked) != nil {
+	if m, ok := rest["mocked"]; ok && json.Unmarshal(m, &c.Mocked) != nil {
 		return c, fmt.Errorf(`"mocked" must be true or false, got %s`, jsonKind(m))
 	}
-	if l, ok := o["latency_ms"]; ok && string(l) != "null" {
+	if l, ok := rest["latency_ms"]; ok && string(l) != "null" {
 		var ms float64
 		if json.Unmarshal(l, &ms) != nil || ms < 0 {
 			return c, fmt.Errorf(`"latency_ms" must be a non-negative number or null, got %s`, snipJSON(l))
@@ -273,25 +217,7 @@ func parseCall(raw json.RawMessage) (evalrun.ToolCall, error) {
 }
 
 // jsonKind names the kind of a JSON value for an error message.
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "a list"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
+var jsonKind = evalrun.JSONKind
 
 // snipJSON returns raw for an error message, cut at 40 bytes.
 func snipJSON(raw json.RawMessage) string {

@@ -84,7 +84,7 @@ func TestReadOutputsTrajectory(t *testing.T) {
 		`{"name":"get_weather","args":{"city":"Paris"},"output":{"temp_c":18},"mocked":true,"latency_ms":1.5},` +
 		`{"name":"search","args":{"q":"Zürich"},"error":"HTTP 500","mocked":false,"latency_ms":null},` +
 		`{"name":"noop","args":{},"mocked":false,"latency_ms":null},` +
-		`{"name":"empty","args":{},"output":null,"mocked":false,"latency_ms":null}]}`
+		`{"name":"empty","args":{},"mocked":false,"latency_ms":null}]}`
 	if string(got) != want {
 		t.Errorf("trajectory of a:\n got  %s\n want %s", got, want)
 	}
@@ -115,14 +115,15 @@ func TestReadOutputsTrajectoryErrors(t *testing.T) {
 			`outs.jsonl:1: item "a": trajectory[0]: unknown key "arguements" (did you mean "arguments"?)`},
 		{"not a list", line(`, "trajectory": {"name": "t"}`), `item "a": "trajectory" must be a list of tool calls`},
 		{"null", line(`, "trajectory": null`), `"trajectory" must be a list of tool calls [{"name", "args", "output"}, ...], got null`},
-		{"call not an object", line(`, "trajectory": ["t"]`), `trajectory[0]: must be an object {"name", "args", "output"}, got a string`},
-		{"no name", line(`, "trajectory": [{"args": {}}]`), `trajectory[0]: "name" must be a non-empty string`},
-		{"name not a string", line(`, "trajectory": [{"name": 3}]`), `trajectory[0]: "name" must be a non-empty string`},
-		{"both args", line(`, "trajectory": [{"name": "t", "args": {}, "arguments": "{}"}]`), `give "args" or "arguments", not both`},
-		{"args a number", line(`, "trajectory": [{"name": "t", "args": 3}]`), `"args" must be an object (or a JSON string holding one), got a number`},
-		{"arguments not JSON", line(`, "trajectory": [{"name": "t", "arguments": "{city"}]`), `trajectory[0]: "args": arguments "{city" are not valid JSON`},
-		{"arguments a list", line(`, "trajectory": [{"name": "t", "arguments": "[1]"}]`), `"args" must hold a JSON object, got a list`},
-		{"error not a string", line(`, "trajectory": [{"name": "t", "error": {"m": 1}}]`), `"error" must be a string (the tool's failure), got an object`},
+		{"call not an object", line(`, "trajectory": ["t"]`), `trajectory[0]: is a string, want an object {"name", "args"}`},
+		{"no name", line(`, "trajectory": [{"args": {}}]`), `trajectory[0]: "name" is missing`},
+		{"name not a string", line(`, "trajectory": [{"name": 3}]`), `trajectory[0]: "name" is a number, want the tool's name`},
+		{"both args", line(`, "trajectory": [{"name": "t", "args": {}, "arguments": "{}"}]`), `trajectory[0]: has both "args" and "arguments"; give one`},
+		{"args a number", line(`, "trajectory": [{"name": "t", "args": 3}]`), `trajectory[0]: "args" is a number, want an object of arguments (or a JSON string holding one)`},
+		{"name too long", line(`, "trajectory": [{"name": "` + strings.Repeat("n", 1025) + `"}]`), `trajectory[0]: "name" is 1025 bytes, at most 1024`},
+		{"arguments not JSON", line(`, "trajectory": [{"name": "t", "arguments": "{city"}]`), `trajectory[0]: tool "t": arguments "{city" are not valid JSON`},
+		{"arguments a list", line(`, "trajectory": [{"name": "t", "arguments": "[1]"}]`), `trajectory[0]: tool "t": "arguments" holds a list, want an object`},
+		{"error not a string", line(`, "trajectory": [{"name": "t", "error": {"m": 1}}]`), `trajectory[0]: "error" is an object, want a string (the tool's failure)`},
 		{"mocked not a boolean", line(`, "trajectory": [{"name": "t", "mocked": "yes"}]`), `"mocked" must be true or false, got a string`},
 		{"negative latency", line(`, "trajectory": [{"name": "t", "latency_ms": -1}]`), `"latency_ms" must be a non-negative number or null, got -1`},
 		{"duplicate call key", line(`, "trajectory": [{"name": "t", "name": "u"}]`), `trajectory[0]: duplicate key "name"`},
