@@ -207,6 +207,14 @@ func (want *preparedArgs) containedIn(args *preparedArgs) bool {
 	if len(bytes.TrimSpace(want.raw)) == 0 {
 		return true
 	}
+	if want.obj != nil && args.obj == nil {
+		// Arguments that are not an object (the text of a call whose
+		// arguments were not JSON) contain only an empty want, as
+		// ArgsContain decides, but without decoding them again for
+		// every pair: a hostile item pairing a few megabyte-long
+		// arguments with thousands of expected calls took hours.
+		return len(want.obj) == 0
+	}
 	if want.obj == nil || args.obj == nil {
 		return evalrun.ArgsContain(args.raw, want.raw)
 	}

@@ -332,3 +332,45 @@ func BenchmarkTrajectoryMatchAtBound(b *testing.B) {
 		}
 	}
 }
+
+func TestTrajectoryArgumentsThatAreNotAnObjectAreDecodedOnce(t *testing.T) {
+	// A call whose arguments were not JSON is recorded with their text as
+	// a JSON string. Decoding such arguments once per (call, expected
+	// call) pair took 50 s for nine calls of 1 MiB against 1,000 expected
+	// calls, and hours at MaxTrajectoryPairs. The work shows in the
+	// allocations: nine calls must cost less than twice what one does
+	// (the matching's edges grow with the pairs; decoding per pair made
+	// it five times).
+	big, _ := json.Marshal(strings.Repeat("x", 64<<10))
+	want := expect()
+	for range 500 {
+		want = append(want, evalrun.ExpectedCall{Name: "a", Args: json.RawMessage(`{}`)},
+			evalrun.ExpectedCall{Name: "a", Args: json.RawMessage(`{"x":1}`)})
+	}
+	s, _ := scorer.NewTrajectory(scorer.TrajectoryOptions{Mode: scorer.ModeF1})
+	score := func(n int) (evalrun.Score, float64) {
+		tr := calls()
+		for range n {
+			tr.Calls = append(tr.Calls, evalrun.ToolCall{Name: "a", Args: big})
+		}
+		in := agentInput(tr, want)
+		var got evalrun.Score
+		allocs := testing.AllocsPerRun(1, func() {
+			var err error
+			if got, err = s.Score(context.Background(), in); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return got, allocs
+	}
+	_, one := score(1)
+	got, nine := score(9)
+	// {} is contained in anything (as ArgsContain says), {"x":1} in no
+	// string: the nine calls are matched by expected calls with {}.
+	if want := 2 * 9.0 / float64(9+1000); math.Abs(got.Value-want) > 1e-9 {
+		t.Errorf("F1 %v, want %v (%s)", got.Value, want, got.Reason)
+	}
+	if nine > 2*one {
+		t.Errorf("%v allocations for 9 calls, %v for 1 (1,000 expected calls): the arguments are decoded per pair", nine, one)
+	}
+}
