@@ -385,21 +385,29 @@ func (m *matching) matches(i, j int) bool {
 	return ok
 }
 
+// callCount is "1 call" or "N calls", so a reason reads right for one call.
+func callCount(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
+}
+
 // exact reports whether the calls are the expected ones in order, and why
 // not.
 func (m *matching) exact() (bool, string) {
 	for i := range m.want {
 		if i >= len(m.calls) {
-			return false, fmt.Sprintf("not exact: %d calls made, %d expected; expected call %d %s was not made",
-				len(m.calls), len(m.want), i+1, expectedString(m.want[i]))
+			return false, fmt.Sprintf("not exact: %s made, %d expected; expected call %d %s was not made",
+				callCount(len(m.calls)), len(m.want), i+1, expectedString(m.want[i]))
 		}
 		if !m.matches(i, i) {
 			return false, fmt.Sprintf("not exact: call %d is %s, expected %s", i+1, callString(m.calls[i]), expectedString(m.want[i]))
 		}
 	}
 	if len(m.calls) > len(m.want) {
-		return false, fmt.Sprintf("not exact: %d calls made, %d expected; call %d %s is one too many",
-			len(m.calls), len(m.want), len(m.want)+1, callString(m.calls[len(m.want)]))
+		return false, fmt.Sprintf("not exact: %s made, %d expected; call %d %s is one too many",
+			callCount(len(m.calls)), len(m.want), len(m.want)+1, callString(m.calls[len(m.want)]))
 	}
 	switch len(m.calls) {
 	case 0:

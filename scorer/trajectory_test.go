@@ -162,6 +162,10 @@ func TestTrajectoryReasons(t *testing.T) {
 			[]string{"in order: no call expected; precision 0.00 (0/1 calls expected), recall 1.00 (no call expected); extra: a({})"}},
 		{scorer.ModeExact, calls(), expect(),
 			[]string{"exact: no call expected, none made"}},
+		{scorer.ModeExact, calls("a", `{}`), expect(),
+			[]string{"not exact: 1 call made, 0 expected; call 1 a({}) is one too many"}},
+		{scorer.ModeExact, calls("a", `{}`), expect("a", "", "b", ""),
+			[]string{"not exact: 1 call made, 2 expected; expected call 2 b(…) was not made"}},
 		{scorer.ModeF1, calls("a", `{}`), expect(),
 			[]string{"F1 0.00", "recall 1.00 (no call expected)", "extra: a({})"}},
 	}

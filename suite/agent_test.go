@@ -159,6 +159,8 @@ func TestOpenAIToolProblems(t *testing.T) {
 		{"parameters not JSON", "  tools:\n    - name: a\n      parameters: {type: object, minimum: .inf}\n", "9:19: target.tools[0].parameters: not expressible as JSON"},
 		{"run of kind openai", "  tools:\n    - name: a\n      run: {kind: openai, model: x}\n", `9:19: target.tools[0].run.kind: a tool's run target cannot be of kind "openai"`},
 		{"run of kind workflow", "  tools:\n    - name: a\n      run:\n        kind: workflow\n", `10:15: target.tools[0].run.kind: a tool's run target cannot be of kind "workflow"`},
+		{"run with a trajectory", "  tools:\n    - name: a\n      run: {kind: exec, command: [sh], trajectory: calls}\n",
+			"9:52: target.tools[0].run.trajectory: a tool's run target cannot report a trajectory"},
 		{"run without kind", "  tools:\n    - name: a\n      run: {url: http://x}\n", "9:12: target.tools[0].run.kind: missing"},
 		{"run bad url", "  tools:\n    - name: a\n      run: {kind: http, url: ftp://x}\n", "9:30: target.tools[0].run.url: \"ftp://x\": scheme must be http or https"},
 		{"run missing program", "  tools:\n    - name: a\n      run: {kind: exec, command: [./nope.sh]}\n", "9:34: target.tools[0].run.command: stat "},

@@ -151,6 +151,13 @@ func (p *parser) toolRun(v *yaml.Node, path string, raw *yaml.Node) evalrun.Targ
 			"a tool's run target cannot be of kind %q", kind.Value)
 		return nil
 	}
+	if tr := p.value(v, "trajectory"); tr != nil {
+		// The agent's trajectory records the call of the tool, not what the
+		// tool did inside: a run's trajectory would be dropped unseen while
+		// still failing the calls whose response lacks the path.
+		p.ps.at(tr, path+".trajectory", "remove trajectory from the run: the model gets the tool's output, which output: may pick",
+			"a tool's run target cannot report a trajectory (the calls a tool makes are not recorded)")
+	}
 	t, _, r := p.buildTarget(v, path, raw)
 	if t == nil {
 		return nil

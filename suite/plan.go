@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/evalrun/evalrun"
@@ -19,6 +20,9 @@ type ChatPlan struct {
 	MaxTokens int
 	// Price is the target's price table; nil when it has none.
 	Price *openai.Price
+	// MaxSteps is the model turns an agent (a target with tools) may take
+	// per item, the default filled in; 0 when the target is not an agent.
+	MaxSteps int
 
 	system, prompt *target.Template
 }
@@ -50,6 +54,9 @@ func (c *ChatPlan) Prompt(item *evalrun.Item) (string, error) {
 // newChatPlan returns the plan of a validated openai target config.
 func newChatPlan(cfg openai.ChatTargetConfig) *ChatPlan {
 	c := &ChatPlan{Model: cfg.Model, MaxTokens: cfg.MaxTokens, Price: cfg.Price}
+	if len(cfg.Tools) > 0 {
+		c.MaxSteps = cmp.Or(cfg.MaxSteps, openai.DefaultMaxSteps)
+	}
 	if c.MaxTokens == 0 {
 		switch v := cfg.Params["max_completion_tokens"].(type) {
 		case int:

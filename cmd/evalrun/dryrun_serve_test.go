@@ -152,6 +152,23 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry run with max_tokens and no price: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	// An agent makes up to max_steps model requests per execution: the
+	// plan says so rather than count one.
+	e.write("suite.yaml", openAISuite(srv.URL, "  max_steps: 4\n  tools: [{name: get_weather}]"))
+	r = e.runEnv([]string{env}, "run", "suite.yaml", "--dry-run")
+	if want := "agent: each execution makes 1 to 4 model requests (max_steps 4), so at most 8 target requests; the token and cost estimates are of the first turn only"; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("dry run of an agent: exit %d, want %q\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+	e.write("suite.yaml", openAISuite(srv.URL, "  tools: [{name: get_weather}]"))
+	r = e.runEnv([]string{env}, "run", "suite.yaml", "--dry-run")
+	if want := "agent: each execution makes 1 to 10 model requests (max_steps 10), so at most 20 target requests"; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("dry run of an agent with the default max_steps: exit %d, want %q\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+	e.write("suite.yaml", openAISuite(srv.URL, "  max_tokens: 40"))
+	if r = e.runEnv([]string{env}, "run", "suite.yaml", "--dry-run"); strings.Contains(r.stdout, "agent:") {
+		t.Errorf("dry run of a target without tools speaks of an agent:\n%s", r.stdout)
+	}
+
 	// Judge calibration: the judge is the target, estimated on the cases
 	// the items' inputs spell out.
 	e.write("calib.jsonl", `{"id": "c1", "input": {"input": "2+2?", "output": "5"}, "expected_output": 0}`+"\n")

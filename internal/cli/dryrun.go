@@ -302,6 +302,12 @@ func (p *dryRunPlan) write(w io.Writer, s *suite.Suite, source string) {
 		fmt.Fprint(w, " (execution.cache is on: cached answers are not requested again)")
 	}
 	fmt.Fprintln(w)
+	if p.chat != nil && p.chat.MaxSteps > 0 {
+		// The count above is one request per execution; an agent's later
+		// turns depend on what the model does, so only their bound is known.
+		fmt.Fprintf(w, "agent: each execution makes 1 to %d model requests (max_steps %d), so at most %d target requests; the token and cost estimates are of the first turn only\n",
+			p.chat.MaxSteps, p.chat.MaxSteps, p.targetRequests*p.chat.MaxSteps)
+	}
 	if p.embedders > 0 {
 		fmt.Fprintf(w, "embedding requests: at most %d (embedding_similarity, %d %s: each output and each distinct expected output)\n",
 			p.embedRequests, p.embedders, plural(p.embedders, "scorer"))
