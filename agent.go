@@ -2,10 +2,12 @@ package evalrun
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // This file holds the agent side of the domain: what an item may carry for
@@ -216,4 +218,42 @@ func Conversation(input json.RawMessage) (msgs []ConversationMessage, ok bool) {
 		msgs = append(msgs, msg)
 	}
 	return msgs, true
+}
+
+// TrajectorySink receives the trajectory an agent has so far, while it
+// runs, so that an attempt that runs out of time still shows what the
+// agent did: the engine stops waiting for a target at its deadline (a
+// target may ignore its context), and the error the agent returns after
+// that reaches no one. The engine puts one in each attempt's context;
+// agents publish to it with [PublishTrajectory]. Safe for concurrent use.
+type TrajectorySink struct{ last atomic.Pointer[Trajectory] }
+
+type trajectorySinkKey struct{}
+
+// WithTrajectorySink returns ctx carrying s.
+func WithTrajectorySink(ctx context.Context, s *TrajectorySink) context.Context {
+	return context.WithValue(ctx, trajectorySinkKey{}, s)
+}
+
+// TrajectorySinkOf returns the sink of ctx, or nil. An agent looks it up
+// once per item and publishes only when there is one.
+func TrajectorySinkOf(ctx context.Context) *TrajectorySink {
+	s, _ := ctx.Value(trajectorySinkKey{}).(*TrajectorySink)
+	return s
+}
+
+// Publish records t as what the agent has done so far. t is kept as it is:
+// publish a copy the agent will not modify. A nil sink ignores it.
+func (s *TrajectorySink) Publish(t *Trajectory) {
+	if s != nil {
+		s.last.Store(t)
+	}
+}
+
+// Last returns the last published trajectory, or nil.
+func (s *TrajectorySink) Last() *Trajectory {
+	if s == nil {
+		return nil
+	}
+	return s.last.Load()
 }

@@ -245,6 +245,10 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 		out evalrun.Output
 		err error
 	}
+	// An agent publishes its trajectory as it goes, so that an attempt
+	// the deadline ends still shows what the agent did.
+	sink := &evalrun.TrajectorySink{}
+	actx = evalrun.WithTrajectorySink(actx, sink)
 	level, err := p.limit.acquire(actx)
 	if err != nil {
 		return evalrun.Output{}, err
@@ -270,6 +274,9 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 		case r = <-done: // finished at the same moment: keep its answer
 		default:
 			r.err = context.Cause(actx)
+			if t := sink.Last(); t != nil {
+				r.err = &evalrun.Error{Kind: evalrun.KindOf(r.err), Err: r.err, Trajectory: t}
+			}
 		}
 	}
 	if r.err == nil && len(r.out.Value) == 0 {
@@ -277,7 +284,7 @@ func (p *Pipeline) attempt(ctx context.Context, item *evalrun.Item) (evalrun.Out
 	}
 	if r.err != nil && errors.Is(context.Cause(actx), errAttemptTimeout) && ctx.Err() == nil {
 		// This attempt ran out of time but the item has time left: retry.
-		r.err = &evalrun.Error{Kind: evalrun.ErrorTransient, Usage: evalrun.UsageOf(r.err),
+		r.err = &evalrun.Error{Kind: evalrun.ErrorTransient, Usage: evalrun.UsageOf(r.err), Trajectory: evalrun.TrajectoryOf(r.err),
 			Err: fmt.Errorf("attempt timed out after %s", p.opts.AttemptTimeout)}
 	}
 	return r.out, r.err

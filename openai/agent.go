@@ -199,6 +199,29 @@ type agentRun struct {
 	// mocks made canonical once (see mockFor); nil until the first call.
 	mocks      *evalrun.Item
 	canonTools []string
+
+	// sink is the engine's, when there is one: the loop publishes its
+	// trajectory to it so that an item its deadline ends still shows
+	// what the agent did (see evalrun.TrajectorySink).
+	sink *evalrun.TrajectorySink
+}
+
+// timedOutCall is the error a published trajectory gives a call still
+// running: the published copy is kept only when the item's deadline ends
+// the attempt before the loop returns.
+const timedOutCall = "no result: the attempt's time ran out while the tool ran"
+
+// publish gives the sink a copy of the trajectory so far; the calls at the
+// indexes running are recorded as cut short by the deadline.
+func (a *agentRun) publish(running ...int) {
+	if a.sink == nil {
+		return
+	}
+	calls := slices.Clone(a.traj.Calls)
+	for _, i := range running {
+		calls[i].Output, calls[i].Error, calls[i].LatencyMS = nil, timedOutCall, nil
+	}
+	a.sink.Publish(&evalrun.Trajectory{Steps: a.traj.Steps, Calls: calls})
 }
 
 // mockFor is item.MockFor over the item's mocks with their arguments
@@ -232,7 +255,7 @@ func (a *agentRun) mockFor(name string, args json.RawMessage) (*evalrun.ToolMock
 // carries the usage and the trajectory so far; a transient one makes the
 // engine retry the whole item, which starts the conversation again.
 func (t *ChatTarget) runAgent(ctx context.Context, item *evalrun.Item, req *chatRequest) (evalrun.Output, error) {
-	a := &agentRun{t: t, item: item, traj: &evalrun.Trajectory{Calls: []evalrun.ToolCall{}}}
+	a := &agentRun{t: t, item: item, traj: &evalrun.Trajectory{Calls: []evalrun.ToolCall{}}, sink: evalrun.TrajectorySinkOf(ctx)}
 	for {
 		resp, status, err := t.send(ctx, req)
 		if err != nil {
@@ -265,6 +288,7 @@ func (t *ChatTarget) runAgent(ctx context.Context, item *evalrun.Item, req *chat
 		if err != nil {
 			return evalrun.Output{}, a.fail(err)
 		}
+		a.publish()
 		normalizeCalls(calls, a.traj.Steps)
 		req.Messages = append(req.Messages, chatMessage{Role: "assistant", Content: msg.Content, ToolCalls: calls})
 		for i := range calls {
@@ -356,6 +380,13 @@ func (a *agentRun) answer(ctx context.Context, calls []toolCall) ([]string, erro
 			recs[r.i].Error = "not run: another call of the turn failed the item"
 		}
 		return contents, fatal
+	}
+	if len(runs) > 0 && a.sink != nil {
+		running := make([]int, len(runs))
+		for j, r := range runs {
+			running[j] = base + r.i
+		}
+		a.publish(running...)
 	}
 	switch len(runs) {
 	case 0:

@@ -142,3 +142,72 @@ func TestAgentCanceledMidConversationStoresNothing(t *testing.T) {
 		t.Errorf("run record = %+v, %v", rec, err)
 	}
 }
+
+// A tool that hangs past the item's deadline, ignoring its context: the
+// engine stops waiting at the deadline, and the failed result still shows
+// what the agent did, the hung call marked as cut short.
+func TestAgentTimedOutItemKeepsItsTrajectory(t *testing.T) {
+	m := newFakeModel(t, func(turn int, req wireRequest, _ *http.Request) turnReply {
+		switch assistantTurns(req) {
+		case 0:
+			return callTools(turn, call{"search", `{"q":"capital of France"}`})
+		case 1:
+			return callTools(turn, call{"get_weather", `{"city":"Paris"}`}, call{"search", `{"q":"again"}`})
+		}
+		return answer("unreachable")
+	})
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	hung := evalrun.TargetFunc(func(context.Context, *evalrun.Item) (evalrun.Output, error) {
+		close(started)
+		<-release // ignores its context on purpose
+		return evalrun.Output{Value: evalrun.String("late")}, nil
+	})
+	item := &evalrun.Item{ID: "w1", Input: evalrun.String("Weather in Paris?"),
+		ToolMocks: []evalrun.ToolMock{{Name: "search", Output: evalrun.String("Paris")}}}
+	weather := weatherTool
+	weather.Run = hung
+	ct := newAgent(t, m, ChatTargetConfig{Tools: []Tool{{Name: "search"}, weather}})
+
+	store := inmem.New()
+	ctx := context.Background()
+	if _, _, err := store.ImportDataset(ctx, "agent", []*evalrun.Item{item}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(ctx, store, engine.Spec{
+		Run:   &evalrun.Run{Dataset: "agent", DatasetVersion: 1, Name: "timeout"},
+		Items: []*evalrun.Item{item}, Target: ct,
+		// The deadline is what the test is about: it must pass while the
+		// tool hangs (the tool is released only when the test ends).
+		Options: engine.Options{ItemTimeout: 300 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if sum.Failed != 1 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	res := storedResults(t, store, sum.RunID)
+	if len(res) != 1 {
+		t.Fatalf("%d results stored", len(res))
+	}
+	r := res[0]
+	if r.ErrorKind != evalrun.ErrorTimeout || r.Trajectory == nil {
+		t.Fatalf("result = %+v", r)
+	}
+	calls := r.Trajectory.Calls
+	if r.Trajectory.Steps != 2 || len(calls) != 3 {
+		t.Fatalf("trajectory = %+v", r.Trajectory)
+	}
+	if calls[0].Name != "search" || !calls[0].Mocked || evalrun.Text(calls[0].Output) != "Paris" {
+		t.Errorf("first call = %+v", calls[0])
+	}
+	if calls[1].Name != "get_weather" || calls[1].Output != nil || calls[1].Error != timedOutCall || calls[1].LatencyMS != nil {
+		t.Errorf("hung call = %+v", calls[1])
+	}
+	if calls[2].Name != "search" || !calls[2].Mocked || calls[2].Error != "" {
+		t.Errorf("the mocked call of the same turn = %+v", calls[2])
+	}
+}
