@@ -37,6 +37,14 @@ const (
 	// more fails the item (a model stuck repeating itself would otherwise
 	// start that many tool runs at once).
 	MaxToolCallsPerTurn = 64
+	// MaxConversationBytes bounds what one item's loop adds to the
+	// conversation: the calls' arguments and the tools' results. Each
+	// turn resends the conversation and the trajectory keeps it, while a
+	// model reply and a run tool's output are bounded only one at a time
+	// (64 calls of 10 MB a turn, for 100 turns, was 64 GB for one item).
+	// 32 MiB is far past any model's context window (a million tokens
+	// are some 4 MB of text).
+	MaxConversationBytes = 32 << 20
 )
 
 // Tool is a function the model of a [ChatTarget] may call.
@@ -194,6 +202,9 @@ type agentRun struct {
 	item   *evalrun.Item
 	traj   *evalrun.Trajectory
 	tokens tokenCount
+	// grown is the bytes of arguments and tool results the loop has added
+	// to the conversation (see MaxConversationBytes).
+	grown int
 
 	// mocks is the item's tool_mocks with the Args of each called tool's
 	// mocks made canonical once (see mockFor); nil until the first call.
@@ -287,6 +298,14 @@ func (t *ChatTarget) runAgent(ctx context.Context, item *evalrun.Item, req *chat
 		}
 		if err != nil {
 			return evalrun.Output{}, a.fail(err)
+		}
+		for i := range calls {
+			a.grown += len(calls[i].Function.Arguments) + len(contents[i])
+		}
+		if a.grown > t.maxConversation {
+			return evalrun.Output{}, a.fail(evalrun.Errorf(evalrun.ErrorPermanent,
+				"at turn %d the tool calls and their results reached %d bytes, more than the limit of %d per item: "+
+					"make the tools return less or look at the trajectory for a loop", a.traj.Steps, a.grown, t.maxConversation))
 		}
 		a.publish()
 		normalizeCalls(calls, a.traj.Steps)

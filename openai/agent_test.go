@@ -613,3 +613,45 @@ func TestAgentMocksMatchArgumentsAsJSON(t *testing.T) {
 		t.Errorf("the item's mock was changed: %s", item.ToolMocks[2].Args)
 	}
 }
+
+func TestAgentConversationGrowthIsBounded(t *testing.T) {
+	// A run tool that answers every call with 100 KB, called 8 times a
+	// turn by a model that never stops: past the bound on what the loop
+	// adds to the conversation, the item fails before max_steps instead of
+	// resending (and recording) ever more.
+	big := strings.Repeat("x", 100_000)
+	toolSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q", big)
+	}))
+	defer toolSrv.Close()
+	run, err := target.NewHTTP(target.HTTPConfig{URL: toolSrv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeModel(t, func(turn int, _ wireRequest, _ *http.Request) turnReply {
+		calls := make([]call, 8)
+		for i := range calls {
+			calls[i] = call{"get_weather", fmt.Sprintf(`{"city":"c%d"}`, i)}
+		}
+		return callTools(turn, calls...)
+	})
+	tool := weatherTool
+	tool.Run = run
+	ct := newAgent(t, m, ChatTargetConfig{Tools: []Tool{tool}, MaxSteps: 100})
+	ct.maxConversation = 2_000_000 // 2.5 turns of 800 KB
+	_, err = ct.Execute(context.Background(), &evalrun.Item{ID: "f1", Input: evalrun.String("flood")})
+	e := wantKind(t, err, evalrun.ErrorPermanent)
+	if !strings.Contains(err.Error(), "more than the limit of 2000000 per item") {
+		t.Errorf("error %q does not name the limit", err)
+	}
+	if n := len(m.requests()); n != 3 {
+		t.Errorf("%d model turns, want 3 (the third turn's results pass the bound)", n)
+	}
+	if e.Trajectory == nil || len(e.Trajectory.Calls) != 24 {
+		n := -1
+		if e.Trajectory != nil {
+			n = len(e.Trajectory.Calls)
+		}
+		t.Errorf("trajectory has %d calls, want the 24 made", n)
+	}
+}

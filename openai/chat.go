@@ -143,6 +143,8 @@ type ChatTarget struct {
 	tools     []tool
 	toolsJSON json.RawMessage
 	maxSteps  int
+	// maxConversation is MaxConversationBytes (smaller in tests).
+	maxConversation int
 }
 
 var (
@@ -185,6 +187,8 @@ func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 		price:       cfg.Price,
 		tools:       tools,
 		maxSteps:    cmp.Or(cfg.MaxSteps, DefaultMaxSteps),
+
+		maxConversation: MaxConversationBytes,
 	}
 	if len(tools) > 0 {
 		if t.toolsJSON, err = toolDefinitions(cfg.Tools); err != nil {

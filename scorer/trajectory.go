@@ -34,7 +34,7 @@ var trajectoryModes = []Mode{ModeExact, ModeInOrder, ModeAnyOrder, ModeSubset, M
 
 // MaxTrajectoryPairs bounds the work of matching a trajectory: the number
 // of (call, expected call) pairs of the same tool whose arguments are
-// compared. Past it the trajectory scorer fails instead of running for
+// compared, a pair counting once per argument the expected call gives. Past it the trajectory scorer fails instead of running for
 // minutes; an agent's trajectory is bounded anyway (max_steps, the
 // black-box targets' call limit), so only a hostile item reaches it.
 const MaxTrajectoryPairs = 1 << 20
@@ -256,11 +256,16 @@ func matchCalls(calls []evalrun.ToolCall, want []evalrun.ExpectedCall) (*matchin
 	for j, c := range calls {
 		byName[c.Name] = append(byName[c.Name], j)
 	}
+	// A pair costs a comparison per expected argument: an expected call
+	// of 1,000 arguments weighs 1,000 pairs (1,000 such calls against
+	// 1,000 calls, 10 MB each side, took minutes at 1M pairs).
+	wantArgs := make([]*preparedArgs, len(want))
 	pairs := 0
-	for _, w := range want {
-		pairs += len(byName[w.Name])
+	for i, w := range want {
+		wantArgs[i] = prepareArgs(w.Args)
+		pairs += len(byName[w.Name]) * max(1, len(wantArgs[i].obj))
 		if pairs > MaxTrajectoryPairs {
-			return nil, fmt.Errorf("too large to match: %d calls against %d expected calls compare more than %d pairs",
+			return nil, fmt.Errorf("too large to match: %d calls against %d expected calls compare more than %d pairs of calls or arguments",
 				len(calls), len(want), MaxTrajectoryPairs)
 		}
 	}
@@ -268,7 +273,7 @@ func matchCalls(calls []evalrun.ToolCall, want []evalrun.ExpectedCall) (*matchin
 	// Each side's arguments are decoded once, not once per pair.
 	callArgs := make([]*preparedArgs, len(calls))
 	for i, w := range want {
-		wa := prepareArgs(w.Args)
+		wa := wantArgs[i]
 		for _, j := range byName[w.Name] {
 			if callArgs[j] == nil {
 				callArgs[j] = prepareArgs(calls[j].Args)

@@ -378,3 +378,35 @@ func TestTrajectoryArgumentsThatAreNotAnObjectAreDecodedOnce(t *testing.T) {
 		t.Errorf("%v allocations for 9 calls, %v for 1 (1,000 expected calls): the arguments are decoded per pair", nine, one)
 	}
 }
+
+func TestTrajectoryMatchingBoundCountsExpectedArguments(t *testing.T) {
+	// 1,000 expected calls of 1,000 arguments each against 1,000 calls
+	// with the same arguments: 1M pairs, but 1G argument comparisons
+	// (minutes). The bound counts a pair once per expected argument.
+	var b strings.Builder
+	b.WriteString("{")
+	for k := range 1000 {
+		if k > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, k, k)
+	}
+	b.WriteString("}")
+	args := json.RawMessage(b.String())
+	tr := calls()
+	want := expect()
+	for range 1000 {
+		tr.Calls = append(tr.Calls, evalrun.ToolCall{Name: "a", Args: args})
+		want = append(want, evalrun.ExpectedCall{Name: "a", Args: args})
+	}
+	s, _ := scorer.NewTrajectory(scorer.TrajectoryOptions{Mode: scorer.ModeF1})
+	_, err := s.Score(context.Background(), agentInput(tr, want))
+	if err == nil || !strings.Contains(err.Error(), "too large to match") {
+		t.Fatalf("error %v, want too large to match", err)
+	}
+	// A thousand times fewer pairs of the same arguments still match.
+	got, err := s.Score(context.Background(), agentInput(&evalrun.Trajectory{Calls: tr.Calls[:30]}, want[:30]))
+	if err != nil || got.Value != 1 {
+		t.Fatalf("at 900 pairs of 1,000 arguments: %v %v, want 1", got, err)
+	}
+}
