@@ -486,8 +486,16 @@ func (a *agentRun) run(ctx context.Context, tl *tool, rec *evalrun.ToolCall, con
 func normalizeCalls(calls []toolCall, step int) {
 	for i := range calls {
 		c := &calls[i]
-		if c.ID == "" {
-			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+		// An id names one call of the turn: a missing or repeated one gets
+		// one of evalrun's that no other call of the turn has (the
+		// model's own ids are kept, so a generated one must not take one).
+		if c.ID == "" || hasID(calls[:i], c.ID, -1) {
+			base := "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			id := base
+			for n := 1; hasID(calls, id, i); n++ {
+				id = base + "_" + strconv.Itoa(n)
+			}
+			c.ID = id
 		}
 		if c.Type == "" {
 			c.Type = "function"
@@ -500,6 +508,17 @@ func normalizeCalls(calls []toolCall, step int) {
 			c.Function.Arguments = s
 		}
 	}
+}
+
+// hasID reports whether a call of calls other than the one at index skip
+// has id.
+func hasID(calls []toolCall, id string, skip int) bool {
+	for j := range calls {
+		if j != skip && calls[j].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // rawArguments is what the trajectory records of arguments that are not

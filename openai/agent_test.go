@@ -655,3 +655,25 @@ func TestAgentConversationGrowthIsBounded(t *testing.T) {
 		t.Errorf("trajectory has %d calls, want the 24 made", n)
 	}
 }
+
+// Every call of a turn is sent back with an id of its own: a missing or
+// repeated id gets a generated one that no other call has, even when the
+// model itself used that generated form.
+func TestNormalizeCallsMakesIDsUnique(t *testing.T) {
+	calls := make([]toolCall, 4)
+	calls[0].ID = "call_2_1" // the id call 1 would get
+	calls[1].ID = ""
+	calls[2].ID = "call_2_1" // a repeat of call 0's
+	calls[3].ID = "x"
+	normalizeCalls(calls, 2)
+	ids := map[string]bool{}
+	for _, c := range calls {
+		if c.ID == "" || ids[c.ID] {
+			t.Fatalf("ids not unique: %+v", calls)
+		}
+		ids[c.ID] = true
+	}
+	if calls[0].ID != "call_2_1" || calls[3].ID != "x" {
+		t.Errorf("the model's own unique ids changed: %+v", calls)
+	}
+}
