@@ -147,6 +147,19 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
+// A conversation input is previewed as its messages, not as a JSON blob.
+func TestDatasetShowConversation(t *testing.T) {
+	b := setup(t)
+	f := b.write("c.jsonl", `{"id":"c1","input":[{"role":"user","content":"hi"},{"role":"assistant","content":"yes?"}]}`+"\n")
+	if code, _, errs := b.run("dataset", "import", "c", f); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	_, out, _ := b.run("dataset", "show", "c")
+	if !strings.Contains(out, "user: hi / assistant: yes?") || strings.Contains(out, `"role"`) {
+		t.Errorf("dataset show:\n%s", out)
+	}
+}
+
 func TestDatasetCommands(t *testing.T) {
 	b := setup(t)
 	f := b.write("d.jsonl", data3)

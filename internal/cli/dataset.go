@@ -161,7 +161,7 @@ func newDatasetShowCmd(st *State) *cobra.Command {
 				tw := newTable(st.Stdout, "ID\tTAGS\tINPUT\tEXPECTED")
 				for _, it := range items {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.ID, strings.Join(it.Tags(), ","),
-						clip(evalrun.Text(it.Input), 50), clip(evalrun.Text(it.Expected), 30))
+						clip(inputPreview(it.Input), 50), clip(evalrun.Text(it.Expected), 30))
 				}
 				return tw.Flush()
 			})
@@ -274,6 +274,23 @@ func timeText(t time.Time) string {
 }
 
 // clip returns s on one line, cut to n runes with "…".
+// inputPreview is an item's input as a table shows it: a conversation as
+// its messages ("user: … / assistant: …"), not as a JSON blob.
+func inputPreview(in json.RawMessage) string {
+	msgs, ok := evalrun.Conversation(in)
+	if !ok {
+		return evalrun.Text(in)
+	}
+	parts := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		parts = append(parts, m.Role+": "+m.Content)
+		if len(parts) == 10 { // the table cell is clipped far before
+			break
+		}
+	}
+	return strings.Join(parts, " / ")
+}
+
 func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
