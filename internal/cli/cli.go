@@ -103,6 +103,12 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 		// not a failure, and nobody is left to tell.
 		err = nil
 	}
+	if err != nil && errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), ErrInterrupted) {
+		// Ctrl-C before a run had started (the storage opening or
+		// migrating, the dataset importing) fails that step with a bare
+		// context.Canceled: it is the interruption, exit 130, not an error.
+		err = &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+	}
 	if err != nil && !st.ran {
 		err = usageError(err)
 	}
