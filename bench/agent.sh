@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
+case $n in
+'' | *[!0-9]* | 0) echo "agent.sh: N must be a positive number of items, not \"$n\"" >&2; exit 2 ;;
+esac
 tmp=${KEEP:-$(mktemp -d)}
 mkdir -p "$tmp"
 pid=
