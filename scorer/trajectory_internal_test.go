@@ -42,3 +42,14 @@ func TestPreparedArgsAgreeWithArgsContain(t *testing.T) {
 		}
 	}
 }
+
+func TestArgTextIsText(t *testing.T) {
+	// argText skips decoding strings without escapes; every value must
+	// still read as evalrun.Text reads it.
+	for _, v := range []string{`"Paris"`, `""`, `"New York"`, `"a\"b"`, `"\u00e9t\u00e9"`, `"été"`, "\"\xff\"",
+		`"tab\there"`, `12`, `1.0`, `{"a": 1}`, `[1, "x"]`, `null`, `true`} {
+		if got, want := argText(json.RawMessage(v)), evalrun.Text(json.RawMessage(v)); got != want {
+			t.Errorf("argText(%s) = %q, want %q (evalrun.Text)", v, got, want)
+		}
+	}
+}
