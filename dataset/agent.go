@@ -21,41 +21,36 @@ var (
 // parseToolMocks reads an item's "tool_mocks": a list of {"name", "args"?,
 // "output"} objects. null is no mocks.
 func parseToolMocks(val json.RawMessage) ([]evalrun.ToolMock, error) {
-	objs, err := agentList("tool_mocks", val, toolMockKeys)
-	if err != nil || objs == nil {
-		return nil, err
-	}
-	mocks := make([]evalrun.ToolMock, len(objs))
-	for i, o := range objs {
-		where := fmt.Sprintf("tool_mocks[%d]", i)
-		name, err := toolName(where, o)
-		if err != nil {
-			return nil, err
-		}
-		args, err := toolArgs(where, o)
-		if err != nil {
-			return nil, err
-		}
+	return parseAgentList("tool_mocks", val, toolMockKeys, func(where string, o map[string]json.RawMessage, name string, args json.RawMessage) (evalrun.ToolMock, error) {
 		out, ok := o["output"]
 		if !ok {
-			return nil, fmt.Errorf(`%s: missing "output" (the tool's result, any JSON value)`, where)
+			return evalrun.ToolMock{}, fmt.Errorf(`%s: missing "output" (the tool's result, any JSON value)`, where)
 		}
-		mocks[i] = evalrun.ToolMock{Name: name, Args: args, Output: out}
-	}
-	return mocks, nil
+		return evalrun.ToolMock{Name: name, Args: args, Output: out}, nil
+	})
 }
 
 // parseExpectedTrajectory reads an item's "expected_trajectory": a list of
 // {"name", "args"?} objects. null is absent; [] is "no call expected" and
 // stays a non-nil empty list.
 func parseExpectedTrajectory(val json.RawMessage) ([]evalrun.ExpectedCall, error) {
-	objs, err := agentList("expected_trajectory", val, expectedCallKeys)
+	return parseAgentList("expected_trajectory", val, expectedCallKeys, func(_ string, _ map[string]json.RawMessage, name string, args json.RawMessage) (evalrun.ExpectedCall, error) {
+		return evalrun.ExpectedCall{Name: name, Args: args}, nil
+	})
+}
+
+// parseAgentList reads key's list of tool objects (see agentList), checks
+// each one's "name" and "args", and makes an element of each with mk
+// (where names the object, e.g. tool_mocks[2]). null gives nil.
+func parseAgentList[T any](key string, val json.RawMessage, keys []string,
+	mk func(where string, o map[string]json.RawMessage, name string, args json.RawMessage) (T, error)) ([]T, error) {
+	objs, err := agentList(key, val, keys)
 	if err != nil || objs == nil {
 		return nil, err
 	}
-	calls := make([]evalrun.ExpectedCall, len(objs))
+	out := make([]T, len(objs))
 	for i, o := range objs {
-		where := fmt.Sprintf("expected_trajectory[%d]", i)
+		where := fmt.Sprintf("%s[%d]", key, i)
 		name, err := toolName(where, o)
 		if err != nil {
 			return nil, err
@@ -64,9 +59,11 @@ func parseExpectedTrajectory(val json.RawMessage) ([]evalrun.ExpectedCall, error
 		if err != nil {
 			return nil, err
 		}
-		calls[i] = evalrun.ExpectedCall{Name: name, Args: args}
+		if out[i], err = mk(where, o, name, args); err != nil {
+			return nil, err
+		}
 	}
-	return calls, nil
+	return out, nil
 }
 
 // agentList decodes key's value as a list of objects with only the given
