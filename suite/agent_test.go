@@ -238,3 +238,26 @@ target:
 		}
 	}
 }
+
+// A tool_called scorer naming a near miss of one of the openai target's
+// tools is a typo (with never: true it would pass whatever the agent did);
+// a name far from every tool is a deliberate check of a tool the model was
+// not given, and is accepted.
+func TestToolCalledToolCheckedAgainstTargetTools(t *testing.T) {
+	const head = "dataset: {file: data.jsonl}\n" +
+		"target: {kind: openai, model: m, base_url: 'http://127.0.0.1:1/v1', tools: [{name: get_weather}, {name: book_flight}]}\n"
+	_, err := parse(t, head+"scorers:\n  - {kind: tool_called, tool: get_wether, never: true}\n")
+	compareLines(t, problems(t, err), []string{
+		`suite.yaml:4:31: scorers[0].tool: "get_wether" is not one of the target's tools (did you mean "get_weather"? the target's tools: get_weather, book_flight)`,
+	})
+	for _, tool := range []string{"get_weather", "delete_everything"} {
+		if _, err := parse(t, head+"scorers:\n  - {kind: tool_called, tool: "+tool+", never: true}\n"); err != nil {
+			t.Errorf("tool %s: %v", tool, err)
+		}
+	}
+	// Without a tool list (a black-box agent) any name goes.
+	if _, err := parse(t, "dataset: {file: data.jsonl}\ntarget: {kind: http, url: 'http://127.0.0.1:1/', trajectory: calls}\n"+
+		"scorers:\n  - {kind: tool_called, tool: get_wether}\n"); err != nil {
+		t.Errorf("black-box agent: %v", err)
+	}
+}

@@ -67,6 +67,9 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 	}
 	if path == "target" {
 		p.suite.chatPlan = newChatPlan(cfg)
+		for _, tl := range cfg.Tools {
+			p.targetTools = append(p.targetTools, tl.Name)
+		}
 	}
 	name := cfg.Model
 	if v := p.value(raw, "model"); v != nil {

@@ -24,6 +24,9 @@ type parser struct {
 	// scorersOK is set when every scorer was built, so fail_on can be
 	// checked against their names.
 	scorersOK bool
+	// targetTools names the tools of an openai target (nil for other
+	// kinds), so that a tool_called scorer's misspelt tool is caught.
+	targetTools []string
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -73,6 +74,9 @@ func (p *parser) scorers(n *yaml.Node) {
 				"duplicate scorer name %q, already used by %s", s.Name(), prev)
 			continue
 		}
+		if cfg.Kind == scorer.KindToolCalled && !p.toolCalledKnown(e, path, cfg.Tool) {
+			continue
+		}
 		seen[s.Name()] = path
 		p.suite.scorers = append(p.suite.scorers, s)
 		p.suite.scorerKinds = append(p.suite.scorerKinds, cfg.Kind)
@@ -85,6 +89,28 @@ func (p *parser) scorers(n *yaml.Node) {
 		}
 	}
 	p.scorersOK = len(p.ps.list) == before
+}
+
+// toolCalledKnown checks a tool_called scorer's tool against the openai
+// target's tools: a name that is not one of them but is one edit or two
+// from one is a typo, which would make `never: true` pass whatever the
+// agent does. Any other name is accepted: a model may call a tool it was
+// not given, and a suite may check that it never does.
+func (p *parser) toolCalledKnown(e *yaml.Node, path, tool string) bool {
+	if len(p.targetTools) == 0 || slices.Contains(p.targetTools, tool) {
+		return true
+	}
+	near := suggest.Nearest(tool, p.targetTools)
+	if near == "" {
+		return true
+	}
+	at := p.value(e, "tool")
+	if at == nil {
+		at = e
+	}
+	p.ps.at(at, path+".tool", fmt.Sprintf("did you mean %q? the target's tools: %s", near, strings.Join(p.targetTools, ", ")),
+		"%q is not one of the target's tools", tool)
+	return false
 }
 
 // scorer builds one entry and returns it with its config; nil when it has
