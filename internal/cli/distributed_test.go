@@ -188,6 +188,47 @@ func TestDistributedRunCancelledFromElsewhereSaysSo(t *testing.T) {
 	}
 }
 
+// Ctrl-C of a distributed run's coordinator says "interrupted", not that
+// the run was cancelled with evalrun runs cancel: the coordinator's
+// Ctrl-C cancels the queued jobs too, which made it look like one.
+func TestDistributedRunInterruptedSaysSo(t *testing.T) {
+	b, suite := setupPostgres(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() { // no worker: the run waits in the queue
+		code, _, stderr := b.main(ctx, nil, "run", suite, "--distributed", "-q")
+		done <- result{code, stderr}
+	}()
+	pg, err := postgres.Open(context.Background(), b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for enqueued := false; !enqueued; {
+		if time.Now().After(deadline) {
+			t.Fatal("the distributed run was not enqueued within 30 s")
+		}
+		runs, err := pg.ListRuns(context.Background(), evalrun.RunFilter{})
+		if err == nil && len(runs) == 1 {
+			enqueued, _ = river.IsDistributed(context.Background(), pg, runs[0].ID)
+		}
+		if !enqueued {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel(ErrInterrupted) // what cmd/evalrun does on SIGINT
+	r := <-done
+	if r.code != ExitInterrupted || !strings.Contains(r.stderr, " interrupted: ") || strings.Contains(r.stderr, "runs cancel") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %d, \"interrupted\"", r.code, r.stderr, ExitInterrupted)
+	}
+}
+
 // lockedBuffer is a bytes.Buffer a running command writes while a test
 // reads it.
 type lockedBuffer struct {
