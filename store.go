@@ -148,6 +148,12 @@ type ResultQuery struct {
 	Limit int
 	// FailedOnly keeps only results whose target failed.
 	FailedOnly bool
+	// SkipAgentData leaves out the agent fields, the bulk of an agent
+	// run's rows: results come without Trajectory, and their Item without
+	// ToolMocks and ExpectedTrajectory. It is for a scan that shows none of
+	// them (sorting or searching a run's items); everything else is as
+	// without it.
+	SkipAgentData bool
 }
 
 // ResultKey identifies a stored result and says whether it failed.

@@ -503,7 +503,9 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 		n++
 		c := *r
 		c.Scores = slices.Clone(r.Scores)
-		if r.Trajectory != nil {
+		if q.SkipAgentData {
+			c.Trajectory = nil
+		} else if r.Trajectory != nil {
 			t := *r.Trajectory
 			t.Calls = slices.Clone(t.Calls)
 			c.Trajectory = &t
@@ -511,6 +513,9 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 		sortScores(c.Scores, order)
 		if it := byID[c.ItemID]; it != nil {
 			ic := *it
+			if q.SkipAgentData {
+				ic.ToolMocks, ic.ExpectedTrajectory = nil, nil
+			}
 			c.Item = &ic
 		}
 		if err := fn(&c); err != nil {

@@ -158,7 +158,8 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 // rather than once per score. The query runs in a read-only transaction
 // with JIT off: compiling this plan cost up to 0.5 s and saves nothing on a
 // scan. Scan destinations are reused from row to row, and a small cache
-// skips decoding repeated item metadata.
+// skips decoding repeated item metadata. With q.SkipAgentData the agent
+// columns come back as NULL, neither sent nor decoded.
 func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -184,8 +185,8 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
 			r.started_at, r.completed_at,
 			i.id, CASE WHEN first THEN i.input END, CASE WHEN first THEN i.expected END, CASE WHEN first THEN i.metadata END,
-			CASE WHEN first THEN r.trajectory END, CASE WHEN first THEN i.tool_mocks END,
-			CASE WHEN first THEN i.expected_trajectory END,
+			CASE WHEN first AND NOT $7 THEN r.trajectory END, CASE WHEN first AND NOT $7 THEN i.tool_mocks END,
+			CASE WHEN first AND NOT $7 THEN i.expected_trajectory END,
 			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
 		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2 AND (NOT $3::boolean OR error <> '')
 			ORDER BY idx, rep LIMIT $4) r
@@ -193,7 +194,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			AND i.valid_from <= $6 AND (i.valid_to IS NULL OR i.valid_to > $6)
 		LEFT JOIN scores s ON s.run_id = $1 AND s.idx = r.idx AND s.rep = r.rep
 		CROSS JOIN LATERAL (SELECT COALESCE(s.pos, 0) = 0 AS first) f
-		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version)
+		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version, q.SkipAgentData)
 	if err != nil {
 		return fmt.Errorf("scan results of run %q: %w", runID, err)
 	}

@@ -244,9 +244,11 @@ const (
 const (
 	scanResultColumns = `r.idx, r.rep, r.item_id, r.output, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
 		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
-		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata,
-		r.trajectory, i.tool_mocks, i.expected_trajectory`
-	nResultColumns = 23
+		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata`
+	// The agent columns, or NULLs in their place for ResultQuery.SkipAgentData.
+	scanAgentColumns = `, r.trajectory, i.tool_mocks, i.expected_trajectory`
+	skipAgentColumns = `, NULL, NULL, NULL`
+	nResultColumns   = 23
 	// The columns of a score after its key (idx, rep).
 	scanScoreValues = `s.scorer, s.score, s.passed, NULLIF(s.reason, ''), NULLIF(s.error, ''),
 		NULLIF(s.error_kind, ''), s.input_tokens, s.output_tokens, s.cost_usd`
@@ -395,7 +397,11 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 			}
 			return out
 		}
-		rows, err := qc.QueryContext(ctx, `SELECT `+scanResultColumns+`
+		agent := scanAgentColumns
+		if q.SkipAgentData {
+			agent = skipAgentColumns
+		}
+		rows, err := qc.QueryContext(ctx, `SELECT `+scanResultColumns+agent+`
 			FROM results r
 			LEFT JOIN dataset_items i ON i.dataset = ?5 AND i.item_id = r.item_id
 				AND i.valid_from <= ?6 AND (i.valid_to IS NULL OR i.valid_to > ?6)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/evalrun/evalrun"
@@ -266,4 +267,64 @@ func showAgentKeys(it *evalrun.Item) string {
 	m, _ := json.Marshal(it.ToolMocks)
 	e, _ := json.Marshal(it.ExpectedTrajectory)
 	return fmt.Sprintf("tool_mocks=%s (nil=%v) expected_trajectory=%s (nil=%v)", m, it.ToolMocks == nil, e, it.ExpectedTrajectory == nil)
+}
+
+// testSkipAgentData: ResultQuery.SkipAgentData leaves out a result's
+// trajectory and its item's tool mocks and expected trajectory, and
+// nothing else (every other field as without it), in every read of
+// results; without it they are there.
+func testSkipAgentData(t *testing.T, s evalrun.Store) {
+	items := agentItems()
+	mustImport(t, s, "agents", cloneItems(items))
+	mustCreateRun(t, s, testRun("r-agents", "agents", 1, base))
+	var rs []*evalrun.ItemResult
+	for i, it := range items {
+		r := result("r-agents", i, 0)
+		if i == 2 {
+			r = failed("r-agents", i, 0)
+		}
+		r.ItemID = it.ID
+		r.Trajectory = agentTrajectory()
+		rs = append(rs, r)
+	}
+	mustWrite(t, s, rs...)
+	for _, q := range []evalrun.ResultQuery{{}, {FailedOnly: true}, {FromIndex: 1, Limit: 2}} {
+		full := scanResults(t, s, "r-agents", q)
+		sq := q
+		sq.SkipAgentData = true
+		skipped := scanResults(t, s, "r-agents", sq)
+		if len(full) == 0 || len(skipped) != len(full) {
+			t.Fatalf("%+v: %d results with SkipAgentData, %d without (want the same, > 0)", q, len(skipped), len(full))
+		}
+		for i, r := range full {
+			if r.Trajectory == nil || r.Item == nil {
+				t.Fatalf("%+v: result %d without SkipAgentData: %+v, want its trajectory and item", q, i, r)
+			}
+			if r.Item.ID == "full" && (r.Item.ToolMocks == nil || r.Item.ExpectedTrajectory == nil) {
+				t.Fatalf("%+v: item %q without SkipAgentData lost its agent keys: %s", q, r.Item.ID, showAgentKeys(r.Item))
+			}
+			got := skipped[i]
+			if got.Trajectory != nil {
+				t.Fatalf("%+v: result %d with SkipAgentData has a trajectory %+v", q, i, got.Trajectory)
+			}
+			if got.Item == nil || got.Item.ToolMocks != nil || got.Item.ExpectedTrajectory != nil {
+				t.Fatalf("%+v: result %d with SkipAgentData has item %+v, want one without agent keys", q, i, got.Item)
+			}
+			want := copyResult(r)
+			want.Trajectory = nil
+			if r.Item != nil {
+				it := *r.Item
+				it.ToolMocks, it.ExpectedTrajectory = nil, nil
+				want.Item = &it
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%+v: result %d with SkipAgentData differs beyond the agent fields:\n got  %+v\n want %+v", q, i, got, want)
+			}
+		}
+	}
+	// The full read is unchanged by the skipping reads: the item with
+	// every agent key still has them.
+	got := scanResults(t, s, "r-agents", evalrun.ResultQuery{Limit: 1})
+	diffItems(t, []*evalrun.Item{got[0].Item}, items[:1])
+	checkResult(t, got[0], rs[0])
 }

@@ -91,6 +91,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ImportChangedMock", testImportChangedMock},
 		{"ResultTrajectoryRoundTrip", testResultTrajectoryRoundTrip},
 		{"TrajectoryInvalid", testTrajectoryInvalid},
+		{"SkipAgentData", testSkipAgentData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -384,4 +386,89 @@ func TestItemsToolErrorsFilter(t *testing.T) {
 	contains(t, "run without agents", plain, `id="no-items"`)
 	lacks(t, "unfiltered run without agents", b.mustGet(t, "/runs/"+runB+"/items", http.StatusOK).body, `id="tool-errors"`)
 	contains(t, "bad value", b.mustGet(t, "/runs/"+runAgent+"/items?tool_errors=maybe", http.StatusBadRequest).body, `bad tool_errors=&#34;maybe&#34;: want 1 or 0`)
+}
+
+// queryLogStore records the queries of the scans of results.
+type queryLogStore struct {
+	evalrun.Store
+	mu      sync.Mutex
+	queries []evalrun.ResultQuery
+}
+
+func (s *queryLogStore) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
+	s.mu.Lock()
+	s.queries = append(s.queries, q)
+	s.mu.Unlock()
+	return s.Store.ScanResults(ctx, runID, q, fn)
+}
+
+// take returns the queries recorded since the last call.
+func (s *queryLogStore) take() []evalrun.ResultQuery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queries
+	s.queries = nil
+	return q
+}
+
+func skippedAgentData(qs []evalrun.ResultQuery) bool {
+	return slices.ContainsFunc(qs, func(q evalrun.ResultQuery) bool { return q.SkipAgentData })
+}
+
+// TestItemsSkipAgentData checks that the scans of sorted and filtered
+// items listings leave out the agent data (ResultQuery.SkipAgentData)
+// while the page still shows its rows' tool calls (the Calls column, the
+// API's trajectories), and that tool_errors=1, which needs the
+// trajectories, never skips them.
+func TestItemsSkipAgentData(t *testing.T) {
+	st := &queryLogStore{Store: inmem.New()}
+	seed(t, st)
+	seedAgent(t, st)
+	b := setupStore(t, st, Options{})
+	re := regexp.MustCompile(`<td class="n calls">(.*?)</td>`)
+	const weatherCalls = `4 <span class="bad" title="failed calls">(1 failed)</span>`
+	for _, tc := range []struct {
+		query, calls string
+		ids          []string
+		skips        bool
+	}{
+		{"sort=latency", "0|1|" + weatherCalls, []string{"noop", "broken", "weather"}, true},
+		{"sort=-latency", weatherCalls + "|0|1", []string{"weather", "noop", "broken"}, true},
+		{"sort=-score:called", weatherCalls + "|0|1", []string{"weather", "noop", "broken"}, true},
+		{"sort=latency&size=1&page=3", weatherCalls, []string{"weather"}, true},  // a later page: a second scan
+		{"sort=latency&size=2&page=2", weatherCalls, []string{"weather"}, true},  // idem
+		{"q=o", "0|1", []string{"noop", "broken"}, true},                         // search, input order
+		{"q=o&sort=-latency", "0|1", []string{"noop", "broken"}, true},           // search, sorted
+		{"scorer=called", "0|1", []string{"noop", "broken"}, true},               // filter by score
+		{"failed=1&q=broken", "1", []string{"broken"}, true},                     // failed only and search
+		{"tool_errors=1", weatherCalls, []string{"weather"}, false},              // needs the trajectories
+		{"tool_errors=1&sort=latency", weatherCalls, []string{"weather"}, false}, // idem, sorted
+		{"tool_errors=1&q=e&sort=-latency&size=1", weatherCalls, []string{"weather"}, false},
+		{"", weatherCalls + "|0|1", []string{"weather", "noop", "broken"}, false}, // a page of the store's: nothing to skip
+	} {
+		st.take()
+		body := b.mustGet(t, "/runs/"+runAgent+"/items?"+tc.query, http.StatusOK).body
+		var calls []string
+		for _, m := range re.FindAllStringSubmatch(body, -1) {
+			calls = append(calls, m[1])
+		}
+		if got := strings.Join(calls, "|"); got != tc.calls {
+			t.Errorf("%s: calls column %q, want %q", tc.query, got, tc.calls)
+		}
+		if got := skippedAgentData(st.take()); got != tc.skips {
+			t.Errorf("%s: a scan skipped the agent data: %v, want %v", tc.query, got, tc.skips)
+		}
+		api := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/"+runAgent+"/items?"+tc.query, http.StatusOK))
+		var ids []string
+		for _, row := range api.Items {
+			ids = append(ids, row.ID)
+			want := map[string]int{"weather": 4, "noop": 0, "broken": 1}[row.ID]
+			if row.Trajectory == nil && want > 0 || len(row.Trajectory) != want || row.Steps == 0 {
+				t.Errorf("%s: API row %q: steps %d, %d calls, want %d calls", tc.query, row.ID, row.Steps, len(row.Trajectory), want)
+			}
+		}
+		if !slices.Equal(ids, tc.ids) {
+			t.Errorf("%s: API items %v, want %v", tc.query, ids, tc.ids)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -266,6 +267,9 @@ func queryItems(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, q
 	rq := evalrun.ResultQuery{FromIndex: q.From, FailedOnly: q.Failed}
 	if !q.filtered() {
 		rq.Limit = q.Size + 1 + q.FromRepeat
+	} else {
+		// A filtered page may scan the whole run for its matches.
+		rq.SkipAgentData = q.skipAgentData()
 	}
 	err := store.ScanResults(ctx, run.ID, rq, func(r *evalrun.ItemResult) error {
 		if r.Index == q.From && r.Repeat < q.FromRepeat || !match(r) {
@@ -284,7 +288,57 @@ func queryItems(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, q
 	if err != nil && !errors.Is(err, errPageFull) {
 		return nil, err
 	}
+	if rq.SkipAgentData {
+		if err := readAgentData(ctx, store, run.ID, page.Results); err != nil {
+			return nil, err
+		}
+	}
 	return page, nil
+}
+
+// skipAgentData reports whether the scans that look for the results of a
+// page may leave out the agent data (ResultQuery.SkipAgentData), decoding
+// which is most of the time of a scan of an agent run: the filters but
+// tool_errors= do not look at it, and the page's own results get it back
+// by [readAgentData].
+func (q ItemQuery) skipAgentData() bool {
+	return !q.ToolErrors
+}
+
+// readAgentData reads the agent data (trajectory, the item's tool mocks
+// and expected trajectory) of results, read without it: the page shows
+// them (the Calls column, the API's trajectories). One short read per
+// distinct index (its repeats are contiguous from 0), so the cost is the
+// page's, whatever the run's size. A result no longer found (rewritten
+// meanwhile) keeps what it has.
+func readAgentData(ctx context.Context, store evalrun.RunStore, runID string, results []*evalrun.ItemResult) error {
+	byKey := make(map[[2]int]*evalrun.ItemResult, len(results))
+	lastRepeat := map[int]int{}
+	for _, r := range results {
+		byKey[[2]int{r.Index, r.Repeat}] = r
+		lastRepeat[r.Index] = max(lastRepeat[r.Index], r.Repeat)
+	}
+	indexes := slices.Sorted(maps.Keys(lastRepeat))
+	for _, index := range indexes {
+		err := store.ScanResults(ctx, runID, evalrun.ResultQuery{FromIndex: index, Limit: lastRepeat[index] + 1}, func(full *evalrun.ItemResult) error {
+			if full.Index != index {
+				return errPageFull
+			}
+			r := byKey[[2]int{full.Index, full.Repeat}]
+			if r == nil {
+				return nil
+			}
+			r.Trajectory = full.Trajectory
+			if r.Item != nil && full.Item != nil {
+				r.Item.ToolMocks, r.Item.ExpectedTrajectory = full.Item.ToolMocks, full.Item.ExpectedTrajectory
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errPageFull) {
+			return err
+		}
+	}
+	return nil
 }
 
 // sortEntry is a result's place in a sorted listing.
@@ -331,7 +385,8 @@ func querySorted(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, 
 	first := offset == 0
 	h := &sortHeap{desc: desc}
 	total := 0
-	err := store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FailedOnly: q.Failed}, func(r *evalrun.ItemResult) error {
+	skip := q.skipAgentData()
+	err := store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FailedOnly: q.Failed, SkipAgentData: skip}, func(r *evalrun.ItemResult) error {
 		if !match(r) {
 			return nil
 		}
@@ -376,6 +431,11 @@ func querySorted(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, 
 		for _, e := range entries {
 			page.Results = append(page.Results, e.res)
 		}
+		if skip {
+			if err := readAgentData(ctx, store, run.ID, page.Results); err != nil {
+				return nil, err
+			}
+		}
 		return page, nil
 	}
 	// Second scan: fetch the page's results, from the smallest index on,
@@ -388,7 +448,8 @@ func querySorted(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, 
 	}
 	page.Results = make([]*evalrun.ItemResult, len(entries))
 	found := 0
-	err = store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FromIndex: from, FailedOnly: q.Failed}, func(r *evalrun.ItemResult) error {
+	// It may cross most of the run: it skips the agent data as well.
+	err = store.ScanResults(ctx, run.ID, evalrun.ResultQuery{FromIndex: from, FailedOnly: q.Failed, SkipAgentData: skip}, func(r *evalrun.ItemResult) error {
 		if i, ok := want[[2]int{r.Index, r.Repeat}]; ok {
 			page.Results[i] = r
 			if found++; found == len(entries) {
@@ -401,6 +462,11 @@ func querySorted(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, 
 		return nil, err
 	}
 	page.Results = slices.DeleteFunc(page.Results, func(r *evalrun.ItemResult) bool { return r == nil })
+	if skip {
+		if err := readAgentData(ctx, store, run.ID, page.Results); err != nil {
+			return nil, err
+		}
+	}
 	return page, nil
 }
 
