@@ -121,7 +121,7 @@ func ObjectKeys(raw []byte) (map[string]json.RawMessage, error) {
 }
 
 // JSONKind names the kind of a JSON value for an error message ("an
-// object", "a list", ...; "nothing" for no value).
+// object", "an array", ...; "nothing" for no value).
 func JSONKind(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -131,7 +131,7 @@ func JSONKind(raw json.RawMessage) string {
 	case '{':
 		return "an object"
 	case '[':
-		return "a list"
+		return "an array"
 	case '"':
 		return "a string"
 	case 't', 'f':

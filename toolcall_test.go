@@ -22,14 +22,14 @@ func TestParseToolCall(t *testing.T) {
 		t.Errorf("no arguments: %+v, %v; want {}", c, err)
 	}
 	bad := map[string]string{
-		`[1]`:                        `is a list, want an object`,
+		`[1]`:                        `is an array, want an object`,
 		`{"name": "a",`:              `malformed JSON`,
 		`{"args": {}}`:               `"name" is missing`,
 		`{"name": ""}`:               `"name" is blank`,
 		`{"name": "a", "name": "b"}`: `duplicate key "name"`,
 		`{"name": "a", "args": {}, "arguments": "{}"}`:  `has both "args" and "arguments"`,
 		`{"name": "a", "args": 3}`:                      `"args" is a number`,
-		`{"name": "a", "arguments": "[1]"}`:             `"arguments" holds a list`,
+		`{"name": "a", "arguments": "[1]"}`:             `"arguments" holds an array`,
 		`{"name": "a", "arguments": "{x"}`:              `arguments "{x" are not valid JSON`,
 		`{"name": "a", "error": 7}`:                     `"error" is a number, want a string`,
 		`{"name": "` + strings.Repeat("n", 1025) + `"}`: `"name" is 1025 bytes, at most 1024`,

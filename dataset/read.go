@@ -240,25 +240,7 @@ func parseID(val json.RawMessage) (string, error) {
 }
 
 // kindOf names the kind of a JSON value, for errors.
-func kindOf(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
+func kindOf(raw []byte) string { return evalrun.JSONKind(raw) }
 
 // unknownKey explains an unknown top-level key, suggesting the known key it
 // likely misspells.

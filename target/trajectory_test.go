@@ -151,7 +151,7 @@ func TestBlackBoxTrajectoryErrors(t *testing.T) {
 		{"long name", `{"calls": [{"name": "` + strings.Repeat("n", MaxToolNameBytes+1) + `"}]}`, "calls", []string{"at most 1024"}},
 		{"bad arguments string", `{"calls": [{"name": "a", "arguments": "{\"city\": "}]}`, "calls",
 			[]string{`element 0: tool "a": arguments "{\"city\":" are not valid JSON`}},
-		{"arguments not an object", `{"calls": [{"name": "a", "args": [1]}]}`, "calls", []string{`"args" is a list, want an object`}},
+		{"arguments not an object", `{"calls": [{"name": "a", "args": [1]}]}`, "calls", []string{`"args" is an array, want an object`}},
 		{"arguments string holding a number", `{"calls": [{"name": "a", "arguments": "5"}]}`, "calls", []string{`"arguments" holds a number`}},
 		{"error not a string", `{"calls": [{"name": "a", "error": {"code": 7}}]}`, "calls", []string{`element 0: "error" is an object, want a string`}},
 		{"key given twice", `{"calls": [{"name": "a", "name": "b"}]}`, "calls", []string{`element 0: duplicate key "name"`}},

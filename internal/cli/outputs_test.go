@@ -122,7 +122,7 @@ func TestReadOutputsTrajectoryErrors(t *testing.T) {
 		{"args a number", line(`, "trajectory": [{"name": "t", "args": 3}]`), `trajectory[0]: "args" is a number, want an object of arguments (or a JSON string holding one)`},
 		{"name too long", line(`, "trajectory": [{"name": "` + strings.Repeat("n", 1025) + `"}]`), `trajectory[0]: "name" is 1025 bytes, at most 1024`},
 		{"arguments not JSON", line(`, "trajectory": [{"name": "t", "arguments": "{city"}]`), `trajectory[0]: tool "t": arguments "{city" are not valid JSON`},
-		{"arguments a list", line(`, "trajectory": [{"name": "t", "arguments": "[1]"}]`), `trajectory[0]: tool "t": "arguments" holds a list, want an object`},
+		{"arguments a list", line(`, "trajectory": [{"name": "t", "arguments": "[1]"}]`), `trajectory[0]: tool "t": "arguments" holds an array, want an object`},
 		{"error not a string", line(`, "trajectory": [{"name": "t", "error": {"m": 1}}]`), `trajectory[0]: "error" is an object, want a string (the tool's failure)`},
 		{"mocked not a boolean", line(`, "trajectory": [{"name": "t", "mocked": "yes"}]`), `"mocked" must be true or false, got a string`},
 		{"negative latency", line(`, "trajectory": [{"name": "t", "latency_ms": -1}]`), `"latency_ms" must be a non-negative number or null, got -1`},
