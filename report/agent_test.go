@@ -476,16 +476,7 @@ func TestSchemaRejectsAgentDrift(t *testing.T) {
 		"trajectory an object": {`"trajectory": []`, `"trajectory": {}`},
 		"renamed tool_calls":   {`"tool_calls": 3`, `"calls": 3`},
 	}
-	for name, m := range mutations {
-		if !strings.Contains(good, m[0]) {
-			t.Errorf("%s: %q not in the report", name, m[0])
-			continue
-		}
-		bad := strings.Replace(good, m[0], m[1], 1)
-		if err := validate(t, sch, []byte(bad)); err == nil {
-			t.Errorf("%s: the schema accepts the mutated report", name)
-		}
-	}
+	schemaRejects(t, sch, good, mutations)
 	// Trajectories in a version 2 report are rejected too.
 	var m map[string]any
 	json.Unmarshal([]byte(good), &m)

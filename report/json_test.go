@@ -54,6 +54,22 @@ func renderJSON(t *testing.T, rep *Report) []byte {
 	return buf.Bytes()
 }
 
+// schemaRejects checks that sch refuses good with each mutation applied:
+// mutations maps a name to {text in good, its replacement}.
+func schemaRejects(t *testing.T, sch *jsonschema.Schema, good string, mutations map[string][2]string) {
+	t.Helper()
+	for name, m := range mutations {
+		if !strings.Contains(good, m[0]) {
+			t.Errorf("%s: %q not in the report", name, m[0])
+			continue
+		}
+		bad := strings.Replace(good, m[0], m[1], 1)
+		if err := validate(t, sch, []byte(bad)); err == nil {
+			t.Errorf("%s: the schema accepts the mutated report", name)
+		}
+	}
+}
+
 func validate(t *testing.T, sch *jsonschema.Schema, data []byte) error {
 	t.Helper()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
@@ -101,16 +117,7 @@ func TestSchemaRejectsDrift(t *testing.T) {
 		"negative reported":     {`"reported": 3`, `"reported": -3`},
 		"non-date timestamp":    {`"started_at": "2026-01-02T03:04:05Z"`, `"started_at": "yesterday"`},
 	}
-	for name, m := range mutations {
-		if !strings.Contains(good, m[0]) {
-			t.Errorf("%s: %q not in the report", name, m[0])
-			continue
-		}
-		bad := strings.Replace(good, m[0], m[1], 1)
-		if err := validate(t, sch, []byte(bad)); err == nil {
-			t.Errorf("%s: the schema accepts the mutated report", name)
-		}
-	}
+	schemaRejects(t, sch, good, mutations)
 }
 
 func TestJSONShape(t *testing.T) {
@@ -200,16 +207,7 @@ func TestSchemaRejectsRepeatDrift(t *testing.T) {
 	if err := validate(t, sch, []byte(good)); err != nil {
 		t.Fatalf("repeats report does not match the schema: %v", err)
 	}
-	for name, m := range mutations {
-		if !strings.Contains(good, m[0]) {
-			t.Errorf("%s: %q not in the report", name, m[0])
-			continue
-		}
-		bad := strings.Replace(good, m[0], m[1], 1)
-		if err := validate(t, sch, []byte(bad)); err == nil {
-			t.Errorf("%s: the schema accepts the mutated report", name)
-		}
-	}
+	schemaRejects(t, sch, good, mutations)
 }
 
 // TestVersion1Compat proves that version 2 only adds: the fixture's report
