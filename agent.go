@@ -104,9 +104,15 @@ func (it *Item) MockFor(name string, args json.RawMessage) (m *ToolMock, mocked 
 		if canon == nil {
 			c, err := Canonical(args)
 			if err != nil {
-				continue // arguments that are not JSON equal no mock's
+				// Arguments that are not JSON equal no mock's: only a
+				// mock without args can answer.
+				canon = []byte{}
+			} else {
+				canon = c
 			}
-			canon = c
+		}
+		if len(canon) == 0 {
+			continue
 		}
 		// Args kept canonical (as the agent loop keeps them) need no work.
 		if bytes.Equal(tm.Args, canon) {
