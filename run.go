@@ -61,6 +61,13 @@ type Run struct {
 	Target         TargetInfo `json:"target"`
 	// Scorers names the run's scorers in suite order, with thresholds.
 	Scorers []ScorerInfo `json:"scorers"`
+	// Experiment is the id of the experiment the run is a variant of (see
+	// [Experiment]), "" for a run on its own. Variant is the variant's name
+	// and VariantIndex its place in the suite's variants list (0 is the
+	// suite's baseline). Set when the run is created; never changed.
+	Experiment   string `json:"experiment,omitempty"`
+	Variant      string `json:"variant,omitempty"`
+	VariantIndex int    `json:"variant_index,omitempty"`
 	// Config is the effective configuration (the suite, with secrets
 	// removed), so a run can be understood, resumed and reproduced.
 	Config json.RawMessage `json:"config,omitempty"`

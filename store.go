@@ -135,6 +135,12 @@ type RunClaim struct {
 type RunFilter struct {
 	// Dataset keeps only runs of that dataset, when set.
 	Dataset string
+	// Experiment keeps only the runs of that experiment (its variants),
+	// when set.
+	Experiment string
+	// InExperiment keeps only runs that belong to an experiment (Experiment
+	// is not empty); for listing experiments.
+	InExperiment bool
 	// Limit caps the number of runs returned, when > 0.
 	Limit int
 }
