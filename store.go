@@ -176,3 +176,11 @@ func NewRunID(now time.Time) string {
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
+
+// Keeps reports whether the filter keeps run r (Limit aside): the
+// reference semantics stores implement in their queries.
+func (f RunFilter) Keeps(r *Run) bool {
+	return (f.Dataset == "" || r.Dataset == f.Dataset) &&
+		(f.Experiment == "" || r.Experiment == f.Experiment) &&
+		(!f.InExperiment || r.Experiment != "")
+}

@@ -364,7 +364,7 @@ func (s *Store) ListRuns(_ context.Context, f evalrun.RunFilter) ([]*evalrun.Run
 	s.mu.RLock()
 	out := make([]*evalrun.Run, 0, len(s.runs))
 	for _, rec := range s.runs {
-		if f.Dataset == "" || rec.info.Dataset == f.Dataset {
+		if f.Keeps(&rec.info) {
 			out = append(out, copyRun(&rec.info))
 		}
 	}
