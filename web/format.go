@@ -68,8 +68,27 @@ var funcs = template.FuncMap{
 	"trajectoryOf": func(t *trajectoryView, runID string, index, repeat int) trajectoryPage {
 		return trajectoryPage{T: t, ItemURL: itemURL(runID, index, repeat)}
 	},
-	"runURL": func(runID string) string { return "/runs/" + url.PathEscape(runID) },
-	"add":    func(a, b int) int { return a + b },
+	"runURL":        func(runID string) string { return "/runs/" + url.PathEscape(runID) },
+	"experimentURL": experimentURL,
+	"ci": func(ci []*float64) string {
+		if len(ci) != 2 || ci[0] == nil || ci[1] == nil {
+			return ""
+		}
+		return "[" + strconv.FormatFloat(*ci[0]*100, 'f', 1, 64) + ", " + strconv.FormatFloat(*ci[1]*100, 'f', 1, 64) + "]"
+	},
+	"cis": func(ci []*float64) string {
+		if len(ci) != 2 || ci[0] == nil || ci[1] == nil {
+			return "—"
+		}
+		return "[" + signed(ci[0]) + ", " + signed(ci[1]) + "]"
+	},
+	"tokens": func(u report.UsageSummary) string {
+		if u.InputTokens.Total == nil && u.OutputTokens.Total == nil {
+			return "—"
+		}
+		return int64Text(u.InputTokens.Total) + " / " + int64Text(u.OutputTokens.Total)
+	},
+	"add": func(a, b int) int { return a + b },
 	"score": func(p *float64) string {
 		if p == nil {
 			return "—"

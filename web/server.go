@@ -71,6 +71,8 @@ type Server struct {
 	auth     *authenticator
 	reports  *memo[*report.Report]
 	compares *memo[*compareView]
+	// experiments holds the experiment pages' data (report and index).
+	experiments *memo[*experimentData]
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -123,6 +125,7 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	sem := make(chan struct{}, 2)
 	s.reports = newMemo[*report.Report](opts.CacheSize, opts.Clock, sem)
 	s.compares = newMemo[*compareView](max(opts.CacheSize/4, 4), opts.Clock, sem)
+	s.experiments = newMemo[*experimentData](max(opts.CacheSize/4, 4), opts.Clock, sem)
 	s.routes()
 	s.prewarmed = make(chan struct{})
 	go s.prewarm(opts.Prewarm)
@@ -164,12 +167,17 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs/{id}/items", s.handleItems)
 	s.mux.HandleFunc("GET /runs/{id}/items/{index}", s.handleItem)
 	s.mux.HandleFunc("GET /compare", s.handleCompare)
+	s.mux.HandleFunc("GET /experiments", s.handleExperiments)
+	s.mux.HandleFunc("GET /experiments/{id}", s.handleExperiment)
 
 	s.mux.HandleFunc("GET /api/runs", s.apiRuns)
 	s.mux.HandleFunc("GET /api/runs/{id}", s.apiRun)
 	s.mux.HandleFunc("GET /api/runs/{id}/items", s.apiItems)
 	s.mux.HandleFunc("GET /api/runs/{id}/items/{index}", s.apiItem)
 	s.mux.HandleFunc("GET /api/compare", s.apiCompare)
+	s.mux.HandleFunc("GET /api/experiments", s.apiExperiments)
+	s.mux.HandleFunc("GET /api/experiments/{id}", s.apiExperiment)
+	s.mux.HandleFunc("GET /api/experiments/{id}/items", s.apiExperimentItems)
 
 	s.mux.HandleFunc("/", s.handleNotFound)
 }
