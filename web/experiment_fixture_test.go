@@ -12,7 +12,9 @@ import (
 const expID = "exp-20260304T120000-eeeeeeee"
 
 // expRunID is the run id of variant v of experiment id.
-func expRunID(id string, v int) string { return fmt.Sprintf("%s-v%d", id[len(evalrun.ExperimentPrefix):], v) }
+func expRunID(id string, v int) string {
+	return fmt.Sprintf("%s-v%d", id[len(evalrun.ExperimentPrefix):], v)
+}
 
 // seedExperiment stores an experiment of the given variants on dataset
 // (already imported, n items): result(v, i) is variant v's result of item
