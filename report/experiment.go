@@ -1,0 +1,757 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
+)
+
+// ExperimentSchemaVersion is the version of the experiment report's JSON
+// ([Experiment]). It starts at 3, the version of the run report whose
+// scorer statistics and usage blocks it embeds. Fields may be added in a
+// later version; none is renamed or removed within one.
+const ExperimentSchemaVersion = 3
+
+// The verdicts of a variant against the baseline ([BaselineDelta]).
+const (
+	VerdictBetter = "better"
+	VerdictWorse  = "worse"
+	VerdictSame   = "same"
+)
+
+// wilsonZ95 is the standard normal quantile of 0.975: the z of a 95%
+// interval.
+const wilsonZ95 = 1.959963984540054
+
+// Experiment is the experiment report: each variant's run summarized side
+// by side, compared with the baseline (the first variant), and every item
+// with each variant's output and scores (docs/report-schema.md,
+// "Experiment report"). Pointers to numbers are nil when the number cannot
+// be computed (JSON null).
+type Experiment struct {
+	SchemaVersion int            `json:"schema_version"`
+	Experiment    ExperimentInfo `json:"experiment"`
+	// Method describes the statistics of the pass-rate intervals and of
+	// the comparisons with the baseline.
+	Method ExperimentMethod `json:"method"`
+	// Variants are in the experiment's variant order, the baseline first.
+	Variants []VariantSummary `json:"variants"`
+	// Items holds one row per (item index, repeat) of any variant, in
+	// (index, repeat, id) order; never nil.
+	Items []ExperimentItem `json:"items"`
+
+	// reports are the variants' run reports, indexed like Variants; nil
+	// for an experiment read from JSON.
+	reports []*Report
+}
+
+// ExperimentInfo is the "experiment" block.
+type ExperimentInfo struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Baseline is the name of the variant the others are compared with.
+	Baseline string     `json:"baseline"`
+	Dataset  DatasetRef `json:"dataset"`
+}
+
+// ExperimentMethod records how the numbers of an [Experiment] were
+// computed: the pass-rate interval, then the comparison's method
+// ([CompareMethod]: the paired bootstrap interval of the delta and the
+// exact sign test).
+type ExperimentMethod struct {
+	// PassRateInterval is "Wilson score".
+	PassRateInterval string `json:"pass_rate_interval"`
+	// Z is the normal quantile of the Wilson interval (1.96 for 95%).
+	Z float64 `json:"z"`
+	// Delta says what a delta is.
+	Delta string `json:"delta"`
+	CompareMethod
+}
+
+// VariantSummary is one variant's entry of "variants": its run's counts,
+// scorer statistics with intervals, usage, and its comparison with the
+// baseline.
+type VariantSummary struct {
+	Name   string             `json:"name"`
+	RunID  string             `json:"run_id"`
+	Status evalrun.RunStatus  `json:"status"`
+	Target evalrun.TargetInfo `json:"target"`
+	// Total, Succeeded, Failed and Skipped are the run record's counts.
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// Failures is the number of entries of the run report's failures
+	// (target and scorer errors, and a persist entry).
+	Failures int `json:"failures"`
+	// DurationMS is the run's duration; nil unless it started and ended.
+	DurationMS *int64 `json:"duration_ms"`
+	// Scorers are the run report's scorer statistics with the Wilson
+	// interval of each pass rate.
+	Scorers VariantScorerTable `json:"scorers"`
+	// MacroPassRate is the run report's.
+	MacroPassRate *float64     `json:"macro_pass_rate"`
+	Usage         UsageSummary `json:"usage"`
+	// VsBaseline compares each of the variant's scorers with the
+	// baseline's; empty ({}) for the baseline itself.
+	VsBaseline BaselineTable `json:"vs_baseline"`
+}
+
+// VariantScorer is a scorer's statistics in a variant: those of the run
+// report and the interval of the pass rate.
+type VariantScorer struct {
+	ScorerStats
+	// PassRateCI is the Wilson score interval [lo, hi] of the pass rate at
+	// the method's confidence; nil when Count is 0.
+	PassRateCI *[2]float64 `json:"pass_rate_ci"`
+}
+
+// VariantScorerTable is a list of variant scorers in the run's order,
+// written as a JSON object keyed by scorer name.
+type VariantScorerTable []VariantScorer
+
+// Get returns the named scorer, or nil.
+func (t VariantScorerTable) Get(name string) *VariantScorer {
+	for i := range t {
+		if t[i].Name == name {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the table as an object in order.
+func (t VariantScorerTable) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (t *VariantScorerTable) UnmarshalJSON(data []byte) error {
+	*t = VariantScorerTable{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		var s VariantScorer
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		s.Name = key
+		*t = append(*t, s)
+		return nil
+	})
+}
+
+// BaselineDelta compares one scorer of a variant with the baseline's over
+// the pairs of results with the same (item id, repeat). A pair counts when
+// both runs have the scorer and at least one of them scored the item; on
+// each, x = passed(variant) − passed(baseline), a result whose target or
+// scorer failed counting as not passed (as [Compare] counts crashes).
+// The numbers are nil and the verdict "same" when no pair counts.
+type BaselineDelta struct {
+	// Name is the scorer, the key of the JSON object.
+	Name string `json:"-"`
+	// Delta is the mean of x: the variant's pass rate minus the
+	// baseline's, over the pairs.
+	Delta *float64 `json:"delta"`
+	// CI is the paired percentile bootstrap interval [lo, hi] of Delta.
+	CI *[2]float64 `json:"ci"`
+	// PValue is the exact two-sided sign test's (exact McNemar) on x.
+	PValue *float64 `json:"p_value"`
+	// Verdict is "better" when PValue < alpha, CI excludes 0 and Delta >
+	// 0; "worse" likewise with Delta < 0; "same" otherwise.
+	Verdict string `json:"verdict"`
+	// Paired is the number of pairs that count.
+	Paired int `json:"paired"`
+	// Improved and Regressed count the pairs with x = +1 and x = −1.
+	Improved  int `json:"improved"`
+	Regressed int `json:"regressed"`
+}
+
+// BaselineTable is a list of deltas in the variant's scorer order,
+// written as a JSON object keyed by scorer name.
+type BaselineTable []BaselineDelta
+
+// Get returns the named scorer's delta, or nil.
+func (t BaselineTable) Get(name string) *BaselineDelta {
+	for i := range t {
+		if t[i].Name == name {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the table as an object in order.
+func (t BaselineTable) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (t *BaselineTable) UnmarshalJSON(data []byte) error {
+	*t = BaselineTable{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		d := BaselineDelta{Name: key}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return err
+		}
+		*t = append(*t, d)
+		return nil
+	})
+}
+
+// ExperimentItem is one item (one repeat of it) with every variant's
+// result.
+type ExperimentItem struct {
+	Index int `json:"index"`
+	// Repeat is written only when > 0.
+	Repeat int    `json:"repeat,omitempty"`
+	ID     string `json:"id"`
+	// Tags are the item's tags; never nil.
+	Tags []string `json:"tags"`
+	// Input and Expected are raw JSON from the first variant (in variant
+	// order) with a result for the item; Expected is nil (null) when
+	// absent.
+	Input    json.RawMessage `json:"input"`
+	Expected json.RawMessage `json:"expected_output"`
+	// Disagree is true when some scorer passed the item in one variant
+	// and not in another (a failure does not pass; a variant without the
+	// scorer or the item is left out).
+	Disagree bool `json:"disagree"`
+	// Variants holds the results of the variants that have the item, in
+	// variant order; a variant without a result for it is absent.
+	Variants VariantResults `json:"variants"`
+}
+
+// VariantResult is one variant's result for an item.
+type VariantResult struct {
+	// Variant is the variant's name, the key of the JSON object.
+	Variant string `json:"-"`
+	// Output is raw JSON, nil (null) when the target failed.
+	Output    json.RawMessage    `json:"output"`
+	Error     *string            `json:"error"`
+	ErrorKind *evalrun.ErrorKind `json:"error_kind"`
+	// LatencyMS is nil when not measured.
+	LatencyMS *float64 `json:"latency_ms"`
+	// Scores are the scores in the variant's scorer order, nil (null)
+	// where the scorer failed.
+	Scores ScoreValues `json:"scores"`
+	// Passed says, per scorer in the same order, whether the score
+	// passed its threshold.
+	Passed PassValues `json:"passed"`
+}
+
+// ScoreValue is one scorer's score of a [VariantResult].
+type ScoreValue struct {
+	Scorer string
+	// Score is nil when the scorer failed.
+	Score *float64
+}
+
+// ScoreValues are written as a JSON object of scorer name to number or
+// null.
+type ScoreValues []ScoreValue
+
+// Get returns the named scorer's score and whether the scorer is present.
+func (s ScoreValues) Get(name string) (*float64, bool) {
+	for _, v := range s {
+		if v.Scorer == name {
+			return v.Score, true
+		}
+	}
+	return nil, false
+}
+
+// MarshalJSON writes the scores as an object in order.
+func (s ScoreValues) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(s), func(i int) (string, any) { return s[i].Scorer, s[i].Score })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (s *ScoreValues) UnmarshalJSON(data []byte) error {
+	*s = ScoreValues{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		v := ScoreValue{Scorer: key}
+		if err := json.Unmarshal(raw, &v.Score); err != nil {
+			return err
+		}
+		*s = append(*s, v)
+		return nil
+	})
+}
+
+// PassValue is one scorer's verdict of a [VariantResult].
+type PassValue struct {
+	Scorer string
+	Passed bool
+}
+
+// PassValues are written as a JSON object of scorer name to boolean.
+type PassValues []PassValue
+
+// Get returns whether the named scorer passed (false when absent).
+func (s PassValues) Get(name string) bool {
+	for _, v := range s {
+		if v.Scorer == name {
+			return v.Passed
+		}
+	}
+	return false
+}
+
+// MarshalJSON writes the verdicts as an object in order.
+func (s PassValues) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(s), func(i int) (string, any) { return s[i].Scorer, s[i].Passed })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (s *PassValues) UnmarshalJSON(data []byte) error {
+	*s = PassValues{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		v := PassValue{Scorer: key}
+		if err := json.Unmarshal(raw, &v.Passed); err != nil {
+			return err
+		}
+		*s = append(*s, v)
+		return nil
+	})
+}
+
+// VariantResults are an item's results keyed by variant, in variant order.
+type VariantResults []VariantResult
+
+// Get returns the named variant's result, or nil.
+func (t VariantResults) Get(variant string) *VariantResult {
+	for i := range t {
+		if t[i].Variant == variant {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the results as an object in variant order.
+func (t VariantResults) MarshalJSON() ([]byte, error) {
+	return marshalObject(len(t), func(i int) (string, any) { return t[i].Variant, &t[i] })
+}
+
+// UnmarshalJSON reads an object, keeping its key order.
+func (t *VariantResults) UnmarshalJSON(data []byte) error {
+	*t = VariantResults{}
+	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
+		v := VariantResult{Variant: key}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		v.Output = nullToNil(v.Output)
+		*t = append(*t, v)
+		return nil
+	})
+}
+
+// Report returns the named variant's run report, or nil when the
+// experiment has no such variant or was read from JSON. A report built by
+// [BuildExperimentStore] has no item rows (its items are in e.Items).
+func (e *Experiment) Report(variant string) *Report {
+	for i := range e.Variants {
+		if e.Variants[i].Name == variant && i < len(e.reports) {
+			return e.reports[i]
+		}
+	}
+	return nil
+}
+
+// Variant returns the named variant's summary, or nil.
+func (e *Experiment) Variant(name string) *VariantSummary {
+	for i := range e.Variants {
+		if e.Variants[i].Name == name {
+			return &e.Variants[i]
+		}
+	}
+	return nil
+}
+
+// ExperimentBreach is a fail_on condition breached by one variant.
+type ExperimentBreach struct {
+	Variant string
+	Breach
+}
+
+// String returns e.g. "variant big: pass_rate(x) < 0.9 (actual 0.8)".
+func (b ExperimentBreach) String() string {
+	return fmt.Sprintf("variant %s: %s", b.Variant, b.Breach)
+}
+
+// Evaluate checks conds against every variant's run report ([Evaluate]),
+// in variant order: fail_on must hold for every variant. Each breach names
+// its variant; none means every threshold holds everywhere. An experiment
+// read from JSON has no run reports and gives none.
+func (e *Experiment) Evaluate(conds []Condition) []ExperimentBreach {
+	var out []ExperimentBreach
+	for i, rep := range e.reports {
+		for _, b := range Evaluate(rep, conds) {
+			out = append(out, ExperimentBreach{Variant: e.Variants[i].Name, Breach: b})
+		}
+	}
+	return out
+}
+
+// BuildExperiment builds the experiment report of exp from its variants'
+// run reports, reps[i] being the report of exp.Runs[i] built with its item
+// rows. Errors wrap [evalrun.ErrInvalid] (no runs, a report missing or of
+// another run, two variants of one name) or are [ErrNoItems].
+func BuildExperiment(exp *evalrun.Experiment, reps []*Report, opts CompareOptions) (*Experiment, error) {
+	b, err := newExperimentBuilder(exp, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(reps) != len(exp.Runs) {
+		return nil, fmt.Errorf("%w: experiment %s: %d reports for %d variants", evalrun.ErrInvalid, exp.ID, len(reps), len(exp.Runs))
+	}
+	for i, rep := range reps {
+		if rep == nil || rep.Run.ID != exp.Runs[i].ID {
+			return nil, fmt.Errorf("%w: experiment %s: the report of variant %s is not that of its run %s",
+				evalrun.ErrInvalid, exp.ID, b.names[i], exp.Runs[i].ID)
+		}
+		if rep.Items == nil {
+			return nil, fmt.Errorf("experiment %s: variant %s: %w", exp.ID, b.names[i], ErrNoItems)
+		}
+		b.sides[i] = newCmpSide(runRef(rep), rep.ScorerNames())
+		for k := range rep.Items {
+			b.addRow(i, &rep.Items[k])
+		}
+		b.reports[i] = rep
+	}
+	return b.build(), nil
+}
+
+// BuildExperimentStore builds the experiment report of exp from storage:
+// each variant's run report rebuilt from its stored results (as
+// [FromStore] does, without item rows) and the items side by side, in one
+// scan of each run's results. Memory grows with items × variants. Errors
+// are those of [BuildExperiment], the store's (evalrun.ErrNotFound for a
+// run that is gone) or ctx's.
+func BuildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions) (*Experiment, error) {
+	b, err := newExperimentBuilder(exp, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range exp.Runs {
+		run, err := store.GetRun(ctx, r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("experiment %s: variant %s: run %s: %w", exp.ID, b.names[i], r.ID, err)
+		}
+		rb := NewBuilder(run, WithoutItems())
+		// The run's scorers, so that a variant whose target failed on
+		// every item (no scores at all) still has them.
+		names := make([]string, len(run.Scorers))
+		for k, sc := range run.Scorers {
+			names[k] = sc.Name
+		}
+		b.sides[i] = newCmpSide(RunRef{ID: run.ID, Name: run.Name}, names)
+		kinds := make(kindSet)
+		err = store.ScanResults(ctx, r.ID, evalrun.ResultQuery{}, func(res *evalrun.ItemResult) error {
+			rb.Add(res)
+			row := rowOf(res, kinds)
+			b.addRow(i, &row)
+			return ctx.Err()
+		})
+		if err != nil {
+			return nil, fmt.Errorf("experiment %s: variant %s: results of run %s: %w", exp.ID, b.names[i], r.ID, err)
+		}
+		b.reports[i] = rb.Report()
+	}
+	return b.build(), nil
+}
+
+// WriteExperimentJSON writes e as the experiment JSON report, indented by
+// two spaces, fields in a stable order, followed by a newline; deep item
+// values are written compact as [WriteJSON] does.
+func WriteExperimentJSON(w io.Writer, e *Experiment) error {
+	out, err := bounded.MarshalIndent(e, "", bounded.IndentDepth, false)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
+}
+
+// ReadExperimentJSON reads an experiment report written by
+// [WriteExperimentJSON]. The result has no run reports ([Experiment.Report]
+// is nil, [Experiment.Evaluate] finds nothing). Another schema version is
+// an error wrapping [evalrun.ErrInvalid].
+func ReadExperimentJSON(r io.Reader) (*Experiment, error) {
+	var e Experiment
+	if err := json.NewDecoder(r).Decode(&e); err != nil {
+		return nil, fmt.Errorf("%w: experiment report: %v", evalrun.ErrInvalid, err)
+	}
+	if e.SchemaVersion != ExperimentSchemaVersion {
+		return nil, fmt.Errorf("%w: experiment report schema_version %d (this evalrun reads %d)", evalrun.ErrInvalid,
+			e.SchemaVersion, ExperimentSchemaVersion)
+	}
+	for i := range e.Items {
+		it := &e.Items[i]
+		it.Input, it.Expected = nullToNil(it.Input), nullToNil(it.Expected)
+	}
+	return &e, nil
+}
+
+// experimentBuilder gathers the variants' rows: per variant a [cmpSide]
+// for the comparisons, and the items side by side.
+type experimentBuilder struct {
+	exp     *evalrun.Experiment
+	opts    CompareOptions
+	names   []string
+	reports []*Report
+	sides   []*cmpSide
+	items   map[expKey]*ExperimentItem
+	// cells holds each item's results by variant index until build
+	// orders them.
+	cells map[expKey][]*VariantResult
+}
+
+// expKey identifies an item row of the experiment. The id is part of it
+// so that two variants whose item at one index differs (which one
+// experiment's shared dataset version rules out) are never merged.
+type expKey struct {
+	index, repeat int
+	id            string
+}
+
+func newExperimentBuilder(exp *evalrun.Experiment, opts CompareOptions) (*experimentBuilder, error) {
+	if exp == nil || len(exp.Runs) == 0 {
+		return nil, fmt.Errorf("%w: an experiment without variants", evalrun.ErrInvalid)
+	}
+	b := &experimentBuilder{exp: exp, opts: opts.withDefaults(),
+		reports: make([]*Report, len(exp.Runs)), sides: make([]*cmpSide, len(exp.Runs)),
+		items: map[expKey]*ExperimentItem{}, cells: map[expKey][]*VariantResult{}}
+	for i, r := range exp.Runs {
+		if r == nil {
+			return nil, fmt.Errorf("%w: experiment %s: variant %d has no run", evalrun.ErrInvalid, exp.ID, i)
+		}
+		// A run outside any variant (an experiment assembled by hand) is
+		// named by its id.
+		name := cmp.Or(r.Variant, r.ID)
+		if slices.Contains(b.names, name) {
+			return nil, fmt.Errorf("%w: experiment %s: two variants are named %q", evalrun.ErrInvalid, exp.ID, name)
+		}
+		b.names = append(b.names, name)
+	}
+	return b, nil
+}
+
+// addRow adds variant v's result row it.
+func (b *experimentBuilder) addRow(v int, it *ItemRow) {
+	b.sides[v].addRow(it)
+	k := expKey{it.Index, it.Repeat, it.ID}
+	item := b.items[k]
+	if item == nil {
+		item = &ExperimentItem{Index: it.Index, Repeat: it.Repeat, ID: it.ID, Tags: it.Tags,
+			Input: it.Input, Expected: it.Expected}
+		if item.Tags == nil {
+			item.Tags = []string{}
+		}
+		b.items[k] = item
+		b.cells[k] = make([]*VariantResult, len(b.names))
+	}
+	cells := b.cells[k]
+	if cells[v] != nil {
+		return // a duplicate result: the first one stands, as in comparisons
+	}
+	res := &VariantResult{Variant: b.names[v], Output: it.Output, Error: it.Error, ErrorKind: it.ErrorKind,
+		LatencyMS: it.LatencyMS, Scores: make(ScoreValues, len(it.Scores)), Passed: make(PassValues, len(it.Scores))}
+	for j := range it.Scores {
+		sc := &it.Scores[j]
+		res.Scores[j] = ScoreValue{Scorer: sc.Scorer, Score: sc.Score}
+		res.Passed[j] = PassValue{Scorer: sc.Scorer, Passed: sc.Score != nil && sc.Passed}
+	}
+	cells[v] = res
+}
+
+func (b *experimentBuilder) build() *Experiment {
+	o := b.opts
+	base := b.exp.Runs[0]
+	e := &Experiment{
+		SchemaVersion: ExperimentSchemaVersion,
+		Experiment: ExperimentInfo{ID: b.exp.ID, Name: b.exp.Name, Baseline: b.names[0],
+			Dataset: DatasetRef{Name: b.exp.Dataset, Version: b.exp.DatasetVersion}},
+		Method: ExperimentMethod{PassRateInterval: "Wilson score", Z: zOf(o.Alpha),
+			Delta: "variant pass rate minus baseline pass rate over the pairs (item id, repeat); a target or scorer failure counts as not passed",
+			CompareMethod: CompareMethod{Interval: "paired bootstrap (percentile)", Confidence: 1 - o.Alpha,
+				Resamples: o.Resamples, Seed: o.Seed, Test: "exact two-sided sign test (exact McNemar)", Alpha: o.Alpha}},
+		Variants: make([]VariantSummary, len(b.names)),
+		reports:  b.reports,
+	}
+	if e.Experiment.Name == "" {
+		e.Experiment.Name = base.Name
+	}
+	for i, rep := range b.reports {
+		e.Variants[i] = b.variant(i, rep)
+	}
+	e.Items = b.itemRows()
+	return e
+}
+
+func (b *experimentBuilder) variant(i int, rep *Report) VariantSummary {
+	run := &rep.Run
+	v := VariantSummary{Name: b.names[i], RunID: run.ID, Status: run.Status, Target: run.Target,
+		Total: run.Total, Succeeded: run.Succeeded, Failed: run.Failed, Skipped: run.Skipped,
+		Failures: len(rep.Failures), DurationMS: run.DurationMS,
+		Scorers: make(VariantScorerTable, len(rep.Scorers)), MacroPassRate: rep.MacroPassRate,
+		Usage: rep.Usage, VsBaseline: BaselineTable{}}
+	z := zOf(b.opts.Alpha)
+	for j, s := range rep.Scorers {
+		vs := VariantScorer{ScorerStats: s}
+		if s.Count > 0 && s.PassRate != nil {
+			passed := int(math.Round(*s.PassRate * float64(s.Count)))
+			lo, hi := wilson(passed, s.Count, z)
+			vs.PassRateCI = &[2]float64{lo, hi}
+		}
+		v.Scorers[j] = vs
+	}
+	if i > 0 {
+		v.VsBaseline = b.vsBaseline(i, rep.ScorerNames())
+	}
+	return v
+}
+
+// vsBaseline compares variant i's scorers (names, in its order) with the
+// baseline's.
+func (b *experimentBuilder) vsBaseline(i int, names []string) BaselineTable {
+	base, side := b.sides[0], b.sides[i]
+	xs := make([][]float64, len(names))
+	jb, jv := make([]int, len(names)), make([]int, len(names))
+	for j, n := range names {
+		jb[j], jv[j] = sideIndex(base, n), sideIndex(side, n)
+	}
+	pairRows(base, side, nil, func(rb, rv *cmpRow) {
+		for j := range names {
+			vb, okB := rb.verdict(jb[j])
+			vv, okV := rv.verdict(jv[j])
+			if !okB || !okV || !vb.scored && !vv.scored {
+				continue // as in compare: a scorer of one run only, or no score on either side
+			}
+			xs[j] = append(xs[j], float64(b2i(vv.passed)-b2i(vb.passed)))
+		}
+	})
+	out := make(BaselineTable, len(names))
+	for j, n := range names {
+		d := BaselineDelta{Name: n, Verdict: VerdictSame, Paired: len(xs[j])}
+		for _, x := range xs[j] {
+			switch {
+			case x > 0:
+				d.Improved++
+			case x < 0:
+				d.Regressed++
+			}
+		}
+		if len(xs[j]) > 0 {
+			t := pairedTest(xs[j], b.opts)
+			d.Delta, d.CI, d.PValue = &t.delta, &[2]float64{t.lo, t.hi}, &t.p
+			switch {
+			case t.significant && t.delta > 0:
+				d.Verdict = VerdictBetter
+			case t.significant && t.delta < 0:
+				d.Verdict = VerdictWorse
+			}
+		}
+		out[j] = d
+	}
+	return out
+}
+
+// itemRows returns the items in (index, repeat, id) order, each variant's
+// result in variant order.
+func (b *experimentBuilder) itemRows() []ExperimentItem {
+	keys := make([]expKey, 0, len(b.items))
+	for k := range b.items {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y expKey) int {
+		return cmp.Or(cmp.Compare(x.index, y.index), cmp.Compare(x.repeat, y.repeat), cmp.Compare(x.id, y.id))
+	})
+	out := make([]ExperimentItem, len(keys))
+	for n, k := range keys {
+		it := b.items[k]
+		it.Variants = VariantResults{}
+		for _, c := range b.cells[k] {
+			if c != nil {
+				it.Variants = append(it.Variants, *c)
+			}
+		}
+		it.Disagree = disagree(it.Variants)
+		out[n] = *it
+	}
+	return out
+}
+
+// disagree reports whether some scorer passed in one of results and not
+// in another that has the scorer. A result whose target failed has no
+// scores and passes none of them.
+func disagree(results VariantResults) bool {
+	var scorers []string
+	for _, r := range results {
+		for _, p := range r.Passed {
+			if !slices.Contains(scorers, p.Scorer) {
+				scorers = append(scorers, p.Scorer)
+			}
+		}
+	}
+	for _, s := range scorers {
+		var seenPass, seenFail bool
+		for _, r := range results {
+			_, has := r.Scores.Get(s)
+			switch {
+			case has:
+				if r.Passed.Get(s) {
+					seenPass = true
+				} else {
+					seenFail = true
+				}
+			case r.Error != nil:
+				seenFail = true // the target failed: the scorer did not run
+			}
+		}
+		if seenPass && seenFail {
+			return true
+		}
+	}
+	return false
+}
+
+// zOf is the normal quantile of a two-sided (1 − alpha) interval: exactly
+// [wilsonZ95] at the default alpha of 0.05.
+func zOf(alpha float64) float64 {
+	if alpha == 0.05 {
+		return wilsonZ95
+	}
+	return math.Sqrt2 * math.Erfinv(1-alpha)
+}
+
+// wilson returns the Wilson score interval of passed successes in n > 0
+// trials at normal quantile z:
+//
+//	centre = (p + z²/2n) / (1 + z²/n)
+//	half   = z / (1 + z²/n) · √(p(1−p)/n + z²/4n²)
+//
+// with p = passed/n. Unlike the normal approximation it stays inside
+// [0, 1] and is not empty at 0/n or n/n: those ends are exactly 0 and 1
+// (set so, not left to rounding).
+func wilson(passed, n int, z float64) (lo, hi float64) {
+	p, nf, z2 := float64(passed)/float64(n), float64(n), z*z
+	den := 1 + z2/nf
+	centre := (p + z2/(2*nf)) / den
+	half := z / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	lo, hi = max(0, centre-half), min(1, centre+half)
+	if passed == 0 {
+		lo = 0
+	}
+	if passed == n {
+		hi = 1
+	}
+	return lo, hi
+}
