@@ -18,7 +18,7 @@ func expRunID(id string, v int) string {
 
 // seedExperiment stores an experiment of the given variants on dataset
 // (already imported, n items): result(v, i) is variant v's result of item
-// i (RunID, Index and ItemID are set here). Runs are created in reverse
+// i (RunID and Index are set here, and ItemID to q<i+1> when empty). Runs are created in reverse
 // variant order, so that only VariantIndex orders them.
 func seedExperiment(t testing.TB, st evalrun.Store, id, name, dataset string, created time.Time, variants []string, n int,
 	result func(v, i int) *evalrun.ItemResult) {
@@ -35,7 +35,10 @@ func seedExperiment(t testing.TB, st evalrun.Store, id, name, dataset string, cr
 		var results []*evalrun.ItemResult
 		for i := range n {
 			r := result(v, i)
-			r.RunID, r.Index, r.ItemID = run.ID, i, fmt.Sprintf("q%d", i+1)
+			r.RunID, r.Index = run.ID, i
+			if r.ItemID == "" {
+				r.ItemID = fmt.Sprintf("q%d", i+1)
+			}
 			if r.Failed() {
 				run.Failed++
 			} else {
