@@ -1,8 +1,7 @@
 // Package web is evalrun's read-only viewer: an [http.Handler] that shows the
 // runs of a store in a browser (runs list, run page, items table, item
 // detail, comparison of two runs, experiments and their variants side by
-// side) and serves the same data as JSON under
-// /api/.
+// side) and serves the same data as JSON under /api/.
 //
 // It uses net/http routing patterns, html/template (every user-supplied
 // string is escaped) and assets embedded in the binary: the pages make no
