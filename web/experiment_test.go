@@ -105,6 +105,7 @@ func TestExperimentPage(t *testing.T) {
 	// failure; terse: exact 5/6.
 	contains(t, "mini", rows[1], `"mini"`, `<span class="badge">baseline</span>`, "100.0%", "83.3%", "91.7%", "model-mini")
 	contains(t, "big", rows[2], `"big"`, "60.0%", `<td class="n bad">1</td>`, "500 / 100") // tokens of the 5 results
+	contains(t, "big", rows[2], `href="/compare?a=`+expRunID(expID, 0)+`&amp;b=`+expRunID(expID, 1)+`">compare</a>`)
 	contains(t, "terse", rows[3], `"terse"`, "83.3%")
 	if !regexp.MustCompile(`100\.0%</span> <span class="sub ci">\[\d+\.\d, 100\.0\]</span>`).MatchString(rows[1]) {
 		t.Errorf("mini's exact pass rate lacks its interval:\n%s", rows[1])
