@@ -85,6 +85,9 @@ func (s *Server) listExperiments(ctx context.Context, limit int) ([]*evalrun.Exp
 	byID := map[string][]*evalrun.Run{}
 	var ids []string
 	for _, r := range runs {
+		if r.Experiment == "" {
+			continue // the filter's to drop; never list a run on its own as an experiment
+		}
 		if _, ok := byID[r.Experiment]; !ok {
 			ids = append(ids, r.Experiment)
 		}
