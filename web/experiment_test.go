@@ -455,3 +455,45 @@ func TestExperimentEscaped(t *testing.T) {
 		t.Errorf("API items: %+v", api.Items)
 	}
 }
+
+// TestExperimentRunning: while a variant runs, the page says so and its
+// data is refreshed once older than RefreshInterval, not before.
+func TestExperimentRunning(t *testing.T) {
+	st := inmem.New()
+	seed(t, st)
+	seedSmallExperiment(t, st)
+	ctx := context.Background()
+	run, err := st.GetRun(ctx, expRunID(expID, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Status, run.CompletedAt = evalrun.RunRunning, time.Time{}
+	if err := st.UpdateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: t0}
+	b := setupStore(t, st, Options{Clock: clock, RefreshInterval: 3 * time.Second})
+	terse := func() string {
+		body := b.mustGet(t, "/experiments/"+expID, http.StatusOK).body
+		contains(t, "running experiment", body, `id="live"`, `<span class="badge st-running">running</span>`)
+		return strings.Split(between(t, body, `id="matrix"`, "</table>"), "<tr data-variant=")[3]
+	}
+	// exact and judge: 5 of 6 each.
+	const rate83, rate100 = `<span class="strong">83.3%</span>`, `<span class="strong">100.0%</span>`
+	if row := terse(); strings.Count(row, rate83) != 2 {
+		t.Fatalf("before: %s", row)
+	}
+	// terse's q3 is rescored as a pass: the cached data holds until the
+	// refresh interval has passed.
+	r := fixtureResult(expRunID(expID, 2), 2, 1, 0.8, time.Millisecond)
+	if err := st.WriteResults(ctx, []*evalrun.ItemResult{r}); err != nil {
+		t.Fatal(err)
+	}
+	if row := terse(); strings.Count(row, rate83) != 2 {
+		t.Fatalf("refreshed before its time: %s", row)
+	}
+	clock.advance(4 * time.Second)
+	if row := terse(); strings.Count(row, rate83) != 1 || !strings.Contains(row, rate100) {
+		t.Fatalf("not refreshed: %s", row)
+	}
+}
