@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -294,3 +296,83 @@ func TestExperimentMarkdownInjection(t *testing.T) {
 }
 
 var showMD bool
+
+// TestExperimentScorerErrors checks repeatsExperiment by hand. Pairs by
+// (id, repeat): q0#0 q0#1 q1#0 q1#1 q2#0 q2#1 (q3 is cand's only).
+//
+//	exact: base passes q0 only; cand passes all but q2#1 (its target
+//	       failed). x = 0 0 +1 +1 +1 0 (q2#1: base scored 0, cand crashed:
+//	       both not passed). N 6, delta 3/6 = 0.5, p = 2·(1/2)³ = 0.25.
+//	judge: base passes repeat 0 only; cand's judge failed (error, no score)
+//	       on q1, its target on q2#1. x = 0 +1 −1 0 0 0: q1#0 passed in base
+//	       and errored in cand (−1); q1#1 base scored and failed, cand
+//	       errored: 0, still a pair. N 6, delta 0, p = 1.
+func TestExperimentScorerErrors(t *testing.T) {
+	e := repeatsExperiment(t)
+	exact, judge := e.Variant("cand").VsBaseline.Get("exact"), e.Variant("cand").VsBaseline.Get("judge")
+	nearPtr(t, "exact delta", exact.Delta, 0.5, 1e-12)
+	nearPtr(t, "exact p", exact.PValue, 0.25, 1e-12)
+	if exact.Paired != 6 || exact.Improved != 3 || exact.Regressed != 0 || exact.Verdict != VerdictSame {
+		t.Errorf("exact = %+v", exact)
+	}
+	nearPtr(t, "judge delta", judge.Delta, 0, 1e-12)
+	nearPtr(t, "judge p", judge.PValue, 1, 1e-12)
+	if judge.Paired != 6 || judge.Improved != 1 || judge.Regressed != 1 {
+		t.Errorf("judge = %+v", judge)
+	}
+	// cand's judge: scored on q0#0, q0#1, q2#0 and q3 (4, all passed);
+	// 2 errors. Wilson 4/4 = [4/(4+z²), 1].
+	cj := e.Variant("cand").Scorers.Get("judge")
+	z2 := wilsonZ95 * wilsonZ95
+	if cj.Count != 4 || cj.Errors != 2 {
+		t.Errorf("cand judge count %d errors %d, want 4 and 2", cj.Count, cj.Errors)
+	}
+	nearCI(t, "cand judge ci", cj.PassRateCI, 4/(4+z2), 1, 1e-15)
+	q1 := e.Items[2]
+	if q1.ID != "q1" || q1.Repeat != 0 || !q1.Disagree {
+		t.Fatalf("items[2] = %+v", q1)
+	}
+	c := q1.Variants.Get("cand")
+	if s, ok := c.Scores.Get("judge"); !ok || s != nil || c.Passed.Get("judge") {
+		t.Errorf("cand's errored judge on q1 = %v %v %v, want null and not passed", s, ok, c.Passed.Get("judge"))
+	}
+	data := renderExperimentJSON(t, e)
+	back, err := ReadExperimentJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := renderExperimentJSON(t, back); !bytes.Equal(data, again) {
+		t.Error("the repeats experiment does not survive a JSON round trip")
+	}
+	if back.Variant("base").Scorers.Get("exact").RepeatStats == nil {
+		t.Error("repeat statistics lost in the round trip")
+	}
+}
+
+func TestExperimentStore(t *testing.T) {
+	exp, results := expFixture()
+	store := expStore(exp, results)
+	e, err := BuildExperimentStore(context.Background(), store, exp, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := e.Report("broken")
+	if rep == nil || rep.Items != nil || rep.Run.Failed != 10 || rep.Scorer("judge") == nil {
+		t.Errorf("stored report of broken = %+v", rep)
+	}
+	if got := e.Evaluate([]Condition{mustCondition(t, "failed > 5")}); len(got) != 1 || got[0].Variant != "broken" {
+		t.Errorf("breaches = %v", got)
+	}
+
+	gone := expStore(exp, results)
+	delete(gone.runs, exp.Runs[2].ID)
+	if _, err := BuildExperimentStore(context.Background(), gone, exp, CompareOptions{}); !errors.Is(err, evalrun.ErrNotFound) ||
+		!strings.Contains(err.Error(), "variant terse") {
+		t.Errorf("a run gone from storage: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := BuildExperimentStore(ctx, store, exp, CompareOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
