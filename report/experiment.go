@@ -436,10 +436,25 @@ func BuildExperiment(exp *evalrun.Experiment, reps []*Report, opts CompareOption
 // are those of [BuildExperiment], the store's (evalrun.ErrNotFound for a
 // run that is gone) or ctx's.
 func BuildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions) (*Experiment, error) {
+	return buildExperimentStore(ctx, store, exp, opts, true)
+}
+
+// BuildExperimentSummaryStore builds the experiment report of exp from
+// storage like [BuildExperimentStore] but without the items side by side
+// (Items is empty): the matrix and the comparisons with the baseline are
+// the same, and memory grows with the number of results and scorers
+// only, never with inputs or outputs (as [CompareStore]'s). For a viewer
+// that pages the items from storage itself.
+func BuildExperimentSummaryStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions) (*Experiment, error) {
+	return buildExperimentStore(ctx, store, exp, opts, false)
+}
+
+func buildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions, items bool) (*Experiment, error) {
 	b, err := newExperimentBuilder(exp, opts)
 	if err != nil {
 		return nil, err
 	}
+	b.noItems = !items
 	for i, r := range exp.Runs {
 		run, err := store.GetRun(ctx, r.ID)
 		if err != nil {
@@ -456,8 +471,12 @@ func BuildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *eval
 		kinds := make(kindSet)
 		err = store.ScanResults(ctx, r.ID, evalrun.ResultQuery{}, func(res *evalrun.ItemResult) error {
 			rb.Add(res)
-			row := rowOf(res, kinds)
-			b.addRow(i, &row)
+			if b.noItems {
+				b.sides[i].addResult(res)
+			} else {
+				row := rowOf(res, kinds)
+				b.addRow(i, &row)
+			}
 			return ctx.Err()
 		})
 		if err != nil {
@@ -512,6 +531,8 @@ type experimentBuilder struct {
 	// cells holds each item's results by variant index until build
 	// orders them.
 	cells map[expKey][]*VariantResult
+	// noItems: keep the comparisons' verdicts only, no item rows.
+	noItems bool
 }
 
 // expKey identifies an item row of the experiment. The id is part of it

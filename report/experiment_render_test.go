@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/evalrun/evalrun"
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -374,5 +375,40 @@ func TestExperimentStore(t *testing.T) {
 	cancel()
 	if _, err := BuildExperimentStore(ctx, store, exp, CompareOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestExperimentSummaryStore: without items, everything else is the full
+// report's, byte for byte.
+func TestExperimentSummaryStore(t *testing.T) {
+	exp, results := expFixture()
+	store := expStore(exp, results)
+	full, err := BuildExperimentStore(context.Background(), store, exp, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := BuildExperimentSummaryStore(context.Background(), store, exp, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Items == nil || len(sum.Items) != 0 {
+		t.Fatalf("summary items = %v, want []", sum.Items)
+	}
+	full.Items = []ExperimentItem{}
+	if a, b := renderExperimentJSON(t, full), renderExperimentJSON(t, sum); !bytes.Equal(a, b) {
+		t.Errorf("summary differs from the full report without items:\n%s", cmp.Diff(string(a), string(b)))
+	}
+}
+
+func TestWriteExperimentFormats(t *testing.T) {
+	e := expFixtureBuilt(t)
+	for f, want := range map[Format]string{FormatJSON: `"schema_version": 3`, FormatMarkdown: "## evalrun experiment", FormatTable: "VARIANT", "": "VARIANT"} {
+		var buf bytes.Buffer
+		if err := WriteExperiment(&buf, e, f); err != nil || !strings.Contains(buf.String(), want) {
+			t.Errorf("format %q: %v, output lacks %q", f, err, want)
+		}
+	}
+	if err := WriteExperiment(&bytes.Buffer{}, e, FormatJUnit); !errors.Is(err, evalrun.ErrInvalid) {
+		t.Errorf("junit: %v, want ErrInvalid", err)
 	}
 }
