@@ -60,17 +60,16 @@ type baselineDelta struct {
 }
 
 // experimentJSON builds the experiment report from the store and returns
-// its JSON without item rows (the viewer pages them itself, see
+// its JSON without item rows ("items": []) (the viewer pages them itself, see
 // experimentIndex) and the summary decoded from it.
 func experimentJSON(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment) ([]byte, *experimentSummary, error) {
-	e, err := report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
+	// Without the items side by side: they are the one part as large as
+	// the dataset's outputs. The page reads a page of them from the store,
+	// and the build and the cached JSON stay small.
+	e, err := report.BuildExperimentSummaryStore(ctx, store, exp, report.CompareOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
-	// The items are the one part as large as the dataset: the page reads
-	// a page of them from the store, and the cached JSON stays small.
-	// (An empty list, not null: the key keeps its type for readers.)
-	e.Items = e.Items[:0]
 	var buf bytes.Buffer
 	if err := report.WriteExperimentJSON(&buf, e); err != nil {
 		return nil, nil, err
