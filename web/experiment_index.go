@@ -51,25 +51,13 @@ type expIndexRow struct {
 // verdictOf returns variant v's verdict on scorer s.
 func (r *expIndexRow) verdictOf(v, s, nscorers int) verdict { return r.Verdicts[v*nscorers+s] }
 
-// Disagree reports whether the variants' outcomes differ on the item: one
-// errored and another did not, or some scorer passed in one variant and
-// not in another (variants without a result for the item, or without the
-// scorer, are left out).
+// Disagree reports whether some scorer passed the item in one variant and
+// not in another, a target failure counting as not passed: the definition
+// of the experiment report's items[].disagree, so that the viewer's filter
+// and the JSON agree. Variants without a result for the item, or without
+// the scorer, are left out. (An item where one variant crashed and another
+// failed every scorer does not disagree: no verdict differs.)
 func (r *expIndexRow) disagree(nscorers int) bool {
-	var errored, ok bool
-	for v := range r.Present {
-		if !r.Present[v] {
-			continue
-		}
-		if r.Errored[v] {
-			errored = true
-		} else {
-			ok = true
-		}
-	}
-	if errored && ok {
-		return true
-	}
 	for s := range nscorers {
 		var seen verdict
 		for v := range r.Present {
