@@ -81,8 +81,9 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 	baseRaw := p.value(s.raw, "target")
 	baseExpanded := p.value(p.root, "target")
 	first := map[string]*yaml.Node{}
-	// Every entry is checked before any target is built, so that a file
-	// with a problem builds nothing and the size bound is known.
+	// Every entry is checked before any target is built, so that the size
+	// bound is known first; the entries without problems of their own are
+	// built even when others have some, to report every problem at once.
 	type pending struct {
 		v              *Variant
 		path           string
@@ -104,7 +105,7 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 		}
 		todo = append(todo, pending{v, path, deref(p.value(deref(e), "target")), rawEntry})
 	}
-	if !ok || !targetOK {
+	if !targetOK {
 		return
 	}
 	// Each variant with overrides builds the whole target again: without a
