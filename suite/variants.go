@@ -306,8 +306,8 @@ func (s *Suite) VariantName() string { return s.variant }
 // this view (resume and distributed workers use that). The view shares
 // its scorers and closers with s: close s, not the view (closing the view
 // does nothing). Overrides applied to s before ForVariant apply to the
-// view; apply them before making views. The view has its own copy of the
-// stored document and its own Execution and Selection.
+// view; apply them before making views. Overrides applied to the view
+// (its own Execution, Selection and stored document) are not s's.
 //
 // An unknown name is an error wrapping [evalrun.ErrInvalid] that lists the
 // variants. ForVariant on a view accepts its own name only.
@@ -346,7 +346,6 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		view.RateLimit = &r
 	}
 	view.Selection.Tags = slices.Clone(s.Selection.Tags)
-	view.raw = cloneNode(s.raw, map[*yaml.Node]*yaml.Node{})
 	return &view, nil
 }
 
@@ -373,25 +372,4 @@ func rawVariantTarget(root *yaml.Node, i int) *yaml.Node {
 		return nil
 	}
 	return deref(findValue(e, "target"))
-}
-
-// cloneNode returns a deep copy of n; memo keeps the copy of a node
-// reached twice (through aliases) one node.
-func cloneNode(n *yaml.Node, memo map[*yaml.Node]*yaml.Node) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	if c, ok := memo[n]; ok {
-		return c
-	}
-	c := *n
-	memo[n] = &c
-	if n.Content != nil {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, e := range n.Content {
-			c.Content[i] = cloneNode(e, memo)
-		}
-	}
-	c.Alias = cloneNode(n.Alias, memo)
-	return &c
 }

@@ -525,3 +525,44 @@ scorers: [exact_match]
 		t.Errorf("rebuilding with a redacted variant secret: %v", err)
 	}
 }
+
+// Overrides applied to a view are the view's: its suite's execution, rates
+// and stored config do not change.
+func TestVariantViewOverridesAreItsOwn(t *testing.T) {
+	s, err := parse(t, openaiVariants, openaiEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	terse := view(t, s, "terse")
+	if err := terse.Apply(suite.Overrides{Concurrency: ptr(3), Rate: ptr("1/s")}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) || s.Execution.Concurrency != suite.DefaultExecution().Concurrency ||
+		s.RateLimit.String() != "10/s" || s.Variants()[2].RateLimit.String() != "2/s" {
+		t.Errorf("applying to a view changed its suite: concurrency %d, rate %v, terse %v",
+			s.Execution.Concurrency, s.RateLimit, s.Variants()[2].RateLimit)
+	}
+	if other := view(t, s, "terse"); other.RateLimit.String() != "2/s" || other.Execution.Concurrency != suite.DefaultExecution().Concurrency {
+		t.Errorf("a new view has the other view's overrides: %v %d", other.RateLimit, other.Execution.Concurrency)
+	}
+	rc, err := terse.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList(openaiEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if back.RateLimit.String() != "1/s" || back.Execution.Concurrency != 3 {
+		t.Errorf("rebuilt view: rate %v, concurrency %d", back.RateLimit, back.Execution.Concurrency)
+	}
+}
