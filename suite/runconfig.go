@@ -503,3 +503,14 @@ func SelectionOf(raw json.RawMessage) (Selection, error) {
 	}
 	return rc.Selection, nil
 }
+
+// VariantOf returns the variant name stored in a run config (see
+// [Suite.RunConfig]) without building the suite; "" for a run of a suite
+// without variants.
+func VariantOf(raw json.RawMessage) (string, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat {
+		return "", fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
+	}
+	return rc.Variant, nil
+}

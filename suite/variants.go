@@ -23,8 +23,9 @@ const MaxVariantName = 64
 // Variant is one entry of the suite's `variants` list, its target built
 // from `target` with the variant's keys merged over it.
 type Variant struct {
-	// Name is the variant's name: unique in the suite, 1 to
-	// [MaxVariantName] letters, digits, '.', '_' and '-'.
+	// Name is the variant's name: unique in the suite (ignoring case), 1
+	// to [MaxVariantName] letters, digits, '.', '_' and '-', beginning
+	// with a letter or digit.
 	Name string
 	// TargetInfo is the variant's target's kind and name.
 	TargetInfo evalrun.TargetInfo
@@ -43,7 +44,9 @@ type Variant struct {
 
 var (
 	variantKeys = []string{"name", "target"}
-	variantName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	// A name starts with a letter or digit: "-x" reads as a flag, "." and
+	// ".." as directories.
+	variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // variantsExample is the hint for a variants list of the wrong shape.
@@ -219,14 +222,21 @@ func (p *parser) variantName(n *yaml.Node, path string, first map[string]*yaml.N
 		return ""
 	case !variantName.MatchString(name):
 		p.ps.at(n, path, "the name is used in --variant flags, file names, URLs and report keys",
-			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-'", p.describe(n), MaxVariantName)
+			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-', beginning with a letter or digit", p.describe(n), MaxVariantName)
 		return ""
 	}
-	if f, dup := first[name]; dup {
-		p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+	// Names that differ only in case would be one file on macOS and
+	// Windows.
+	if f, dup := first[strings.ToLower(name)]; dup {
+		if f.Value == name {
+			p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+		} else {
+			p.ps.at(n, path, "give each variant its own name; names differing only in case would share a file name",
+				"duplicate variant name %q: %q is already used on line %d", name, f.Value, f.Line)
+		}
 		return ""
 	}
-	first[name] = n
+	first[strings.ToLower(name)] = n
 	return name
 }
 

@@ -167,6 +167,9 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(rc, &m); err != nil || m["variant"] != name || m["evalrun_suite"] != float64(1) {
 			t.Errorf("%s: stored variant %v, format %v (%v)", name, m["variant"], m["evalrun_suite"], err)
 		}
+		if got, err := suite.VariantOf(rc); got != name || err != nil {
+			t.Errorf("VariantOf = %q, %v; want %q", got, err, name)
+		}
 		back, err := suite.FromRunConfig(rc, env)
 		if err != nil {
 			t.Fatal(err)
@@ -193,6 +196,12 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
+	if got, err := suite.VariantOf(rc); got != "" || err != nil {
+		t.Errorf("VariantOf(plain) = %q, %v", got, err)
+	}
+	if _, err := suite.VariantOf([]byte(`{"evalrun_suite": 2}`)); !errors.Is(err, evalrun.ErrInvalid) {
+		t.Errorf("VariantOf(format 2): %v", err)
+	}
 	if back.VariantName() != "" || len(back.Variants()) != 3 {
 		t.Errorf("rebuilt plain suite: %q, %d variants", back.VariantName(), len(back.Variants()))
 	}
@@ -308,6 +317,10 @@ variants:
     target: {temperature: hot}
   - name: ${NAME}
   - name: [a]
+  - name: A
+  - name: ..
+  - name: -x
+  - name: ok.2_b-c
 scorers: [exact_match]
 `
 	_, err := parse(t, src, "OPENAI_API_KEY=x", "NAME=env")
@@ -315,8 +328,8 @@ scorers: [exact_match]
 	compareLines(t, problems(t, err), []string{
 		`suite.yaml:5:11: variants[1].name: duplicate variant name "a": already used on line 4 (give each variant its own name)`,
 		`suite.yaml:6:11: variants[2].name: must not be empty (give the variant a name: letters, digits, '.', '_', '-')`,
-		`suite.yaml:7:11: variants[3].name: invalid variant name "has space": use 1 to 64 letters, digits, '.', '_' or '-' (the name is used in --variant flags, file names, URLs and report keys)`,
-		`suite.yaml:8:11: variants[4].name: invalid variant name "` + strings.Repeat("x", 65) + `": use 1 to 64 letters, digits, '.', '_' or '-' (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:7:11: variants[3].name: invalid variant name "has space": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:8:11: variants[4].name: invalid variant name "` + strings.Repeat("x", 65) + `": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 		`suite.yaml:9:5: variants[5].name: missing (add name: NAME (letters, digits, '.', '_', '-'))`,
 		`suite.yaml:11:14: variants[6].target.kind: a variant cannot change the target's kind (make it a separate suite)`,
 		`suite.yaml:13:14: variants[7].target.modl: unknown key: a target of kind "openai" has no such key (did you mean "model"? known keys: ` + openaiKeys + `)`,
@@ -328,6 +341,9 @@ scorers: [exact_match]
 		`suite.yaml:22:27: variants[12].target.temperature: invalid value "hot": cannot unmarshal !!str into float64`,
 		`suite.yaml:23:11: variants[13].name: a variant name cannot come from the environment (write the name out)`,
 		`suite.yaml:24:11: variants[14].name: must be a string, got a list`,
+		`suite.yaml:25:11: variants[15].name: duplicate variant name "A": "a" is already used on line 4 (give each variant its own name; names differing only in case would share a file name)`,
+		`suite.yaml:26:11: variants[16].name: invalid variant name "..": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:27:11: variants[17].name: invalid variant name "-x": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 	})
 }
 
