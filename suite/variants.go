@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -51,6 +52,15 @@ var (
 
 // variantsExample is the hint for a variants list of the wrong shape.
 const variantsExample = "e.g. variants: [{name: mini}, {name: big, target: {model: gpt-4o}}]"
+
+// quoteName quotes a variant name for a message, cut when it is far longer
+// than a name may be (it may come from a hostile file or stored config).
+func quoteName(name string) string {
+	if len(name) <= 2*MaxVariantName {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(name[:MaxVariantName]), len(name))
+}
 
 // deref returns the node an alias names (n itself otherwise).
 func deref(n *yaml.Node) *yaml.Node {
@@ -222,7 +232,7 @@ func (p *parser) variantName(n *yaml.Node, path string, first map[string]*yaml.N
 		return ""
 	case !variantName.MatchString(name):
 		p.ps.at(n, path, "the name is used in --variant flags, file names, URLs and report keys",
-			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-', beginning with a letter or digit", p.describe(n), MaxVariantName)
+			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-', beginning with a letter or digit", quoteName(name), MaxVariantName)
 		return ""
 	}
 	// Names that differ only in case would be one file on macOS and
@@ -326,10 +336,10 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if name == s.variant {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %q", evalrun.ErrInvalid, s.File, s.variant, name)
+		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %s", evalrun.ErrInvalid, s.File, s.variant, quoteName(name))
 	}
 	if len(s.variants) == 0 {
-		return nil, fmt.Errorf("%w: suite %s has no variant %q: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, name)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, quoteName(name))
 	}
 	names := make([]string, len(s.variants))
 	var v *Variant
@@ -344,7 +354,7 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if dym := didYouMean(name, names); dym != "" {
 			hint = dym + " " + hint
 		}
-		return nil, fmt.Errorf("%w: suite %s has no variant %q (%s)", evalrun.ErrInvalid, s.File, name, hint)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s (%s)", evalrun.ErrInvalid, s.File, quoteName(name), hint)
 	}
 	view := *s
 	view.variant, view.variantIndex, view.variants, view.closers = v.Name, v.index, nil, nil

@@ -321,6 +321,7 @@ variants:
   - name: ..
   - name: -x
   - name: ok.2_b-c
+  - name: ` + strings.Repeat("y", 1000) + `
 scorers: [exact_match]
 `
 	_, err := parse(t, src, "OPENAI_API_KEY=x", "NAME=env")
@@ -344,6 +345,7 @@ scorers: [exact_match]
 		`suite.yaml:25:11: variants[15].name: duplicate variant name "A": "a" is already used on line 4 (give each variant its own name; names differing only in case would share a file name)`,
 		`suite.yaml:26:11: variants[16].name: invalid variant name "..": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 		`suite.yaml:27:11: variants[17].name: invalid variant name "-x": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:29:11: variants[19].name: invalid variant name "` + strings.Repeat("y", 64) + `"... (1000 bytes): use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 	})
 }
 
