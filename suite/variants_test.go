@@ -180,6 +180,10 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 			t.Errorf("%s: rebuilt %q key %v target %+v concurrency %d selection %+v", name, back.VariantName(),
 				back.CacheKey() == v.CacheKey(), back.TargetInfo, back.Execution.Concurrency, back.Selection)
 		}
+		again, err := back.RunConfig()
+		if err != nil || string(again) != string(rc) {
+			t.Errorf("%s: the rebuilt view stores another config:\n%s\n%s", name, again, rc)
+		}
 		back.Close()
 	}
 	// The plain suite's config has no variant and rebuilds the suite with
