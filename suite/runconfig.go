@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,10 @@ type runConfig struct {
 	// and CLI overrides applied.
 	Suite     json.RawMessage `json:"suite"`
 	Selection Selection       `json:"selection"`
+	// Variant names the variant of the suite the run is of (see
+	// [Suite.ForVariant]); empty for a suite without variants. Configs
+	// written before variants existed have none and read as before.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Overrides are command-line values that replace the suite's. A nil field
@@ -55,7 +60,8 @@ type Overrides struct {
 	CacheTTL *time.Duration
 	// Adaptive replaces execution.adaptive (--no-adaptive).
 	Adaptive *bool
-	// Rate replaces target.rate_limit ("N/s" or "N/m").
+	// Rate replaces target.rate_limit ("N/s" or "N/m"), and every
+	// variant's rate_limit.
 	Rate *string
 }
 
@@ -171,29 +177,109 @@ func (s *Suite) Apply(o Overrides) error {
 		}
 		s.RateLimit = &r
 		s.setRaw("target", "rate_limit", r.String(), "!!str")
+		s.setVariantRates(r)
 	}
 	return nil
 }
 
 // setRaw sets section.key to a scalar in the stored (unexpanded) document,
-// adding the section or key when missing.
+// adding the section or key when missing. The document is not changed in
+// place: the nodes on the way are copied (a variant's view shares the
+// document with its suite, and overrides applied to one are not the
+// other's).
 func (s *Suite) setRaw(section, key, value, tag string) {
 	if s.raw == nil || s.raw.Kind != yaml.MappingNode {
 		return
 	}
-	sec := findValue(s.raw, section)
-	if sec == nil || sec.Kind != yaml.MappingNode {
-		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		s.raw.Content = append(s.raw.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, sec)
-	}
+	root := copyMapping(s.raw)
 	val := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
-	for i := 0; i+1 < len(sec.Content); i += 2 {
-		if sec.Content[i].Value == key {
-			sec.Content[i+1] = val
-			return
+	i := keyAt(root, section)
+	var sec *yaml.Node
+	switch {
+	case i < 0:
+		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, sec)
+	case deref(root.Content[i+1]).Kind == yaml.MappingNode:
+		sec = copyMapping(deref(root.Content[i+1]))
+		root.Content[i+1] = sec
+	default: // an empty section (execution: with nothing)
+		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		root.Content[i+1] = sec
+	}
+	if j := keyAt(sec, key); j >= 0 {
+		sec.Content[j+1] = val
+	} else {
+		sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+	}
+	s.raw = root
+}
+
+// copyMapping returns a copy of mapping n whose Content can be changed
+// without changing n's.
+func copyMapping(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = slices.Clone(n.Content)
+	return &c
+}
+
+// keyAt returns the index of key's key node in mapping n, or -1.
+func keyAt(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return i
 		}
 	}
-	sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+	return -1
+}
+
+// setVariantRates sets every variant's rate limit to r, and the
+// rate_limit of every variant that overrides it in the stored document
+// (copying the nodes on the way, as setRaw does), so a run rebuilt from
+// its config (FromRunConfig) has the same rate.
+func (s *Suite) setVariantRates(r target.Rate) {
+	for _, v := range s.variants {
+		rr := r
+		v.RateLimit = &rr
+	}
+	if s.raw == nil || s.raw.Kind != yaml.MappingNode {
+		return
+	}
+	li := keyAt(s.raw, "variants")
+	if li < 0 || deref(s.raw.Content[li+1]).Kind != yaml.SequenceNode {
+		return
+	}
+	list := deref(s.raw.Content[li+1])
+	var newList *yaml.Node
+	for i, e := range list.Content {
+		e = deref(e)
+		if e.Kind != yaml.MappingNode {
+			continue
+		}
+		ti := keyAt(e, "target")
+		if ti < 0 || deref(e.Content[ti+1]).Kind != yaml.MappingNode {
+			continue
+		}
+		over := deref(e.Content[ti+1])
+		ri := keyAt(over, "rate_limit")
+		if ri < 0 {
+			continue
+		}
+		over = copyMapping(over)
+		over.Content[ri+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r.String()}
+		e = copyMapping(e)
+		e.Content[ti+1] = over
+		if newList == nil {
+			c := *list
+			c.Content = slices.Clone(list.Content)
+			newList = &c
+		}
+		newList.Content[i] = e
+	}
+	if newList != nil {
+		root := copyMapping(s.raw)
+		root.Content[li+1] = newList
+		s.raw = root
+	}
 }
 
 func findValue(n *yaml.Node, key string) *yaml.Node {
@@ -209,7 +295,8 @@ func findValue(n *yaml.Node, key string) *yaml.Node {
 // suite file's content with its ${VAR} references unexpanded (so no value
 // from the environment is stored), overrides applied, literal secrets in
 // headers, env and URLs replaced by [Redacted], and the Selection.
-// [FromRunConfig] rebuilds the suite from it.
+// [FromRunConfig] rebuilds the suite from it. A variant's view (see
+// [Suite.ForVariant]) stores the whole suite and the variant's name.
 func (s *Suite) RunConfig() (json.RawMessage, error) {
 	var tree any
 	if err := s.raw.Decode(&tree); err != nil {
@@ -219,13 +306,16 @@ func (s *Suite) RunConfig() (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
 	}
-	return json.Marshal(runConfig{Format: RunConfigFormat, File: s.File, Dir: s.Dir, Suite: body, Selection: s.Selection})
+	return json.Marshal(runConfig{Format: RunConfigFormat, File: s.File, Dir: s.Dir, Suite: body, Selection: s.Selection,
+		Variant: s.variant})
 }
 
 // FromRunConfig rebuilds the suite of a stored run config (see
 // [Suite.RunConfig]) with opts.Env giving the ${VAR} values, so a resumed run
 // or a distributed worker uses its own environment's secrets. Relative
 // paths resolve against the directory the suite was first loaded from.
+// The config of a variant's view gives that view, which then owns the
+// suite's closers (close it when done).
 func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
 	var rc runConfig
 	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat || len(rc.Suite) == 0 {
@@ -249,7 +339,16 @@ func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
 		return nil, err
 	}
 	s.Selection = rc.Selection
-	return s, nil
+	if rc.Variant == "" {
+		return s, nil
+	}
+	v, err := s.ForVariant(rc.Variant)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	v.closers, s.closers = s.closers, nil
+	return v, nil
 }
 
 // CheckStorable reports, at its place in the suite file, every literal
@@ -381,10 +480,13 @@ var (
 // CacheKey identifies the target's effective configuration for the
 // response cache: a hash of the target section as stored (references
 // unexpanded, literal secrets redacted, overrides applied), so changing a
-// parameter misses the cache while a new secret value does not.
+// parameter misses the cache while a new secret value does not. A
+// variant's view hashes the variant's merged target: variants that differ
+// never share entries, and a variant without overrides shares the plain
+// suite's.
 func (s *Suite) CacheKey() string {
 	var tree any
-	if t := findValue(s.raw, "target"); t != nil {
+	if t := s.rawTarget(); t != nil {
 		_ = t.Decode(&tree)
 	}
 	b, _ := json.Marshal(redactTree(jsonable(tree), ""))
@@ -400,4 +502,15 @@ func SelectionOf(raw json.RawMessage) (Selection, error) {
 		return Selection{}, fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
 	}
 	return rc.Selection, nil
+}
+
+// VariantOf returns the variant name stored in a run config (see
+// [Suite.RunConfig]) without building the suite; "" for a run of a suite
+// without variants.
+func VariantOf(raw json.RawMessage) (string, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat {
+		return "", fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
+	}
+	return rc.Variant, nil
 }
