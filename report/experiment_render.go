@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/bounded"
 )
 
@@ -107,6 +108,21 @@ func verdictMark(v *VariantSummary, scorer string) string {
 		return " ▼"
 	}
 	return ""
+}
+
+// WriteExperiment renders e in format f: JSON, Markdown or the terminal
+// table (the default). JUnit has no experiment form: an error wrapping
+// [evalrun.ErrInvalid].
+func WriteExperiment(w io.Writer, e *Experiment, f Format) error {
+	switch f {
+	case FormatJSON:
+		return WriteExperimentJSON(w, e)
+	case FormatMarkdown:
+		return WriteExperimentMarkdown(w, e)
+	case FormatTable, "":
+		return WriteExperimentTable(w, e)
+	}
+	return fmt.Errorf("%w: an experiment report is written as table, json or markdown, not %q", evalrun.ErrInvalid, f)
 }
 
 // WriteExperimentTable writes the experiment for the terminal: a header

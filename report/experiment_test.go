@@ -566,3 +566,31 @@ func TestExperimentEvaluate(t *testing.T) {
 		t.Error("Report(variant) does not return the variant's report")
 	}
 }
+
+// TestExperimentEmptyVariant: a variant with no result yet (pending, or
+// interrupted before its first item) has no pair with the baseline: null
+// numbers and "same", and the report still matches the schema.
+func TestExperimentEmptyVariant(t *testing.T) {
+	exp, results := expFixture()
+	exp.Runs[1].Status, exp.Runs[1].Succeeded, exp.Runs[1].Failed = evalrun.RunPending, 0, 0
+	results[1] = nil
+	e, err := BuildExperiment(exp, expReports(exp, results), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := e.Variant("big")
+	for _, d := range big.VsBaseline {
+		if d.Delta != nil || d.CI != nil || d.PValue != nil || d.Verdict != VerdictSame || d.Paired != 0 {
+			t.Errorf("empty variant vs baseline %s = %+v", d.Name, d)
+		}
+	}
+	if big.Status != evalrun.RunPending || big.MacroPassRate != nil || big.Scorers.Get("exact").PassRateCI != nil {
+		t.Errorf("empty variant = %+v", big)
+	}
+	if e.Items[0].Variants.Get("big") != nil || len(e.Items) != 10 {
+		t.Errorf("the empty variant has item results")
+	}
+	if err := validate(t, compileExperimentSchema(t), renderExperimentJSON(t, e)); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+}
