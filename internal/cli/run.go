@@ -30,6 +30,7 @@ type runFlags struct {
 	format                          string
 	failOn                          []string
 	quiet, distributed              bool
+	variants                        []string
 	exec                            execFlags
 }
 
@@ -61,6 +62,15 @@ process checks the run's stored status every second.
 dataset version and item selection: only items without a stored result run,
 then the full report is written. SUITE.yaml may then be omitted.
 
+A suite with variants runs an experiment: one run per variant (--variant NAME
+to run some), all at once on the same items, each with its own concurrency
+and rate limit. The first line on standard error is "experiment <EXP_ID>
+started: ...", then "run <RUN_ID> variant <NAME>: ..." per variant. The
+experiment report (the matrix, each variant against the baseline, the first
+variant) goes to standard output; -o writes it as .json, .md or .txt (no
+JUnit). fail_on must hold for every variant. Ctrl-C stops every variant;
+"evalrun runs cancel RUN_ID" one; --resume EXP_ID finishes them all.
+
 Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 130 interrupted.`,
 		Example: `  evalrun run examples/quickstart/suite.yaml
@@ -68,7 +78,9 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
   evalrun run suite.yaml --format junit -o junit.xml --fail-on "pass_rate(exact_match) < 0.9"
   evalrun run suite.yaml --outputs saved.jsonl      # score saved outputs, call nothing
   evalrun run suite.yaml --dry-run --repeat 3       # items, requests and estimated cost; runs nothing
-  evalrun run --resume 20260101T101500-3f9a1c2b     # finish an interrupted run`,
+  evalrun run --resume 20260101T101500-3f9a1c2b     # finish an interrupted run
+  evalrun run variants.yaml --variant mini --variant big -o experiment.md   # some variants of an experiment
+  evalrun run --resume exp-20260101T101500-77aa01c2 # finish an interrupted experiment`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if len(a) == 0 && f.resume != "" {
 				return nil
@@ -99,11 +111,12 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringArrayVar(&f.tags, "tag", nil, "run only items with this tag (repeatable: any of them)")
 	fl.IntVar(&f.datasetVersion, "dataset-version", 0, "run this dataset version (default: the suite's pin, else the latest)")
 	fl.StringVar(&f.outputs, "outputs", "", `score saved outputs from this JSONL file ({"id", "output"} per line) instead of calling the target`)
-	fl.StringVar(&f.resume, "resume", "", "finish the interrupted run RUN_ID")
+	fl.StringVar(&f.resume, "resume", "", "finish the interrupted run RUN_ID (or every variant of experiment EXP_ID)")
 	fl.StringArrayVarP(&f.outFiles, "output", "o", nil, "write a report to FILE (repeatable; format from the extension or --format)")
 	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown or junit (standard output and -o files without a known extension)")
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.StringArrayVar(&f.variants, "variant", nil, "run only this variant of a suite with variants (repeatable; suite order is kept, the first is the baseline)")
 	fl.BoolVar(&f.distributed, "distributed", false, "enqueue the items for evalrun worker processes and wait (PostgreSQL; see evalrun worker --help)")
 	f.exec.add(fl)
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
@@ -171,6 +184,10 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return err
 	}
 	defer p.suite.Close()
+	if p.experiment != nil {
+		defer p.experiment.close()
+		return st.runExperimentLocal(cmd, store, p, f)
+	}
 
 	rec := p.record
 	claim := st.newClaim(store, rec.ID)
@@ -181,8 +198,12 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		}
 		verb = "resumed"
 	}
-	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)\n", rec.ID, verb,
-		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name)
+	of := ""
+	if rec.Experiment != "" {
+		of = fmt.Sprintf(", variant %s of experiment %s", rec.Variant, rec.Experiment)
+	}
+	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)%s\n", rec.ID, verb,
+		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name, of)
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}
@@ -249,23 +270,7 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 		fmt.Fprintf(st.Stderr, "resume with: evalrun run --resume %s%s\n", id, p.dbFlag)
 		return quietExit(ExitInterrupted, ErrInterrupted)
 	}
-	var reasons []string
-	if sum.Status == evalrun.RunFailed {
-		msg := "the run failed"
-		if sum.Err != nil {
-			msg += ": " + sum.Err.Error()
-		}
-		reasons = append(reasons, msg)
-	}
-	if rep.Run.Failed > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d of %d items failed (target errors)", rep.Run.Failed, rep.Run.Total))
-	}
-	if n := rep.Errors() - rep.Run.Failed; n > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d scorer errors", n))
-	}
-	if rep.Run.PersistErrors > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d results could not be stored", rep.Run.PersistErrors))
-	}
+	reasons := runProblems(rep, sum)
 	for _, b := range report.Evaluate(rep, p.conditions) {
 		reasons = append(reasons, "fail_on breached: "+b.String())
 	}
@@ -277,6 +282,42 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 		fmt.Fprintf(st.Stderr, "  - %s\n", r)
 	}
 	return quietExit(ExitFailed, errFailed)
+}
+
+// runProblems returns why a finished run is not clean, for people: it
+// failed, items failed, scorers erred, results were not stored. fail_on is
+// not checked here. rep is nil when no report could be built, sum when the
+// run did not execute in this process (a kept run of a resumed
+// experiment): the other then speaks alone.
+func runProblems(rep *report.Report, sum *evalrun.Summary) []string {
+	var reasons []string
+	switch {
+	case sum != nil && sum.Status == evalrun.RunFailed:
+		msg := "the run failed"
+		if sum.Err != nil {
+			msg += ": " + sum.Err.Error()
+		}
+		reasons = append(reasons, msg)
+	case sum == nil && rep != nil && rep.Run.Status == evalrun.RunFailed:
+		reasons = append(reasons, "the run failed")
+	}
+	failed, total, errs, persist := 0, 0, 0, 0
+	switch {
+	case rep != nil:
+		failed, total, errs, persist = rep.Run.Failed, rep.Run.Total, rep.Errors(), rep.Run.PersistErrors
+	case sum != nil:
+		failed, total, errs, persist = sum.Failed, sum.Total, sum.Failed+sum.ScorerErrors, sum.PersistErrors
+	}
+	if failed > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d of %d items failed (target errors)", failed, total))
+	}
+	if n := errs - failed; n > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d scorer errors", n))
+	}
+	if persist > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d results could not be stored", persist))
+	}
+	return reasons
 }
 
 // dbFlagFor returns " --db URL" when the storage is not the default, so a
