@@ -303,24 +303,29 @@ func sideOfReport(r *Report) *cmpSide {
 	s := newCmpSide(runRef(r), r.ScorerNames())
 	s.rows = make([]cmpRow, 0, len(r.Items))
 	for i := range r.Items {
-		it := &r.Items[i]
-		row := cmpRow{id: it.ID, repeat: it.Repeat, targetErr: it.Error, verdicts: make([]cmpVerdict, len(s.names))}
-		row.calls, row.steps = agentCounts(it.Trajectory != nil, len(it.Trajectory), it.Steps)
-		for k := range it.Scores {
-			sc := &it.Scores[k]
-			j := s.scorer(sc.Scorer)
-			for len(row.verdicts) <= j {
-				row.verdicts = append(row.verdicts, cmpVerdict{})
-			}
-			v := cmpVerdict{recorded: true, err: sc.Error}
-			if sc.Score != nil {
-				v.scored, v.score, v.passed = true, *sc.Score, sc.Passed
-			}
-			row.verdicts[j] = v
-		}
-		s.rows = append(s.rows, row)
+		s.addRow(&r.Items[i])
 	}
 	return s
+}
+
+// addRow keeps what a comparison needs of a report row: its key, the
+// target's error and its verdicts.
+func (s *cmpSide) addRow(it *ItemRow) {
+	row := cmpRow{id: it.ID, repeat: it.Repeat, targetErr: it.Error, verdicts: make([]cmpVerdict, len(s.names))}
+	row.calls, row.steps = agentCounts(it.Trajectory != nil, len(it.Trajectory), it.Steps)
+	for k := range it.Scores {
+		sc := &it.Scores[k]
+		j := s.scorer(sc.Scorer)
+		for len(row.verdicts) <= j {
+			row.verdicts = append(row.verdicts, cmpVerdict{})
+		}
+		v := cmpVerdict{recorded: true, err: sc.Error}
+		if sc.Score != nil {
+			v.scored, v.score, v.passed = true, *sc.Score, sc.Passed
+		}
+		row.verdicts[j] = v
+	}
+	s.rows = append(s.rows, row)
 }
 
 // sideOfStore reads a stored run into a [cmpSide], streaming its results:
@@ -410,13 +415,6 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 		Warnings:  []string{},
 	}
 
-	inB := make(map[pairKey]int, len(b.rows))
-	for i := range b.rows {
-		k := pairKey{b.rows[i].id, b.rows[i].repeat}
-		if _, dup := inB[k]; !dup {
-			inB[k] = i
-		}
-	}
 	// Scorers of A, then those only in B; verdict changes are listed only
 	// for scorers both runs have (a removed scorer is no regression).
 	names := slices.Clone(a.names)
@@ -435,18 +433,9 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 		failedA, failedB int
 	}
 	accs := make([]acc, len(names))
-	paired := make([]bool, len(b.rows))
-	for i := range a.rows {
-		ra := &a.rows[i]
-		bi, ok := inB[pairKey{ra.id, ra.repeat}]
-		if !ok || paired[bi] {
-			if !ok {
-				c.OnlyA = append(c.OnlyA, keyText(ra.id, ra.repeat))
-			}
-			continue
-		}
-		rb := &b.rows[bi]
-		paired[bi] = true
+	paired := pairRows(a, b, func(ra *cmpRow) {
+		c.OnlyA = append(c.OnlyA, keyText(ra.id, ra.repeat))
+	}, func(ra, rb *cmpRow) {
 		c.Paired++
 		if ra.targetErr != nil {
 			c.CrashedA++
@@ -485,7 +474,7 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 				c.Improved = append(c.Improved, ch)
 			}
 		}
-	}
+	})
 	for i := range b.rows {
 		if !paired[i] {
 			c.OnlyB = append(c.OnlyB, keyText(b.rows[i].id, b.rows[i].repeat))
@@ -498,13 +487,11 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 		d := ScorerDelta{Name: name, Paired: len(ac.diffs), FailedA: ac.failedA, FailedB: ac.failedB}
 		if n := len(ac.diffs); n > 0 {
 			ma, mb := meanOf(ac.sa), meanOf(ac.sb)
-			delta := meanOf(ac.diffs)
-			d.MeanA, d.MeanB, d.Delta = &ma, &mb, &delta
-			lo, hi := bootstrapCI(ac.diffs, resamplesFor(o.Resamples, n), o.Seed, o.Alpha)
-			d.CILow, d.CIHigh = &lo, &hi
-			p := signTest(ac.diffs)
-			d.PValue = &p
-			d.Significant = p < o.Alpha && (lo > 0 || hi < 0)
+			t := pairedTest(ac.diffs, o)
+			d.MeanA, d.MeanB, d.Delta = &ma, &mb, &t.delta
+			d.CILow, d.CIHigh = &t.lo, &t.hi
+			d.PValue = &t.p
+			d.Significant = t.significant
 			pa, pb := float64(ac.passA)/float64(n), float64(ac.passB)/float64(n)
 			d.PassRateA, d.PassRateB = &pa, &pb
 		}
@@ -518,6 +505,55 @@ func compareSides(a, b *cmpSide, opts CompareOptions) *Comparison {
 	}
 	c.Warnings = pairingWarnings(c, len(a.rows), len(b.rows))
 	return c
+}
+
+// pairRows pairs the rows of a and b by (item id, repeat): it calls onPair
+// with each row of a and the first row of b with its key, in a's order,
+// and onlyA with each row of a that has no partner (a second row of a
+// with the same key has none and is skipped silently). It returns which
+// rows of b were paired.
+func pairRows(a, b *cmpSide, onlyA func(ra *cmpRow), onPair func(ra, rb *cmpRow)) (paired []bool) {
+	inB := make(map[pairKey]int, len(b.rows))
+	for i := range b.rows {
+		k := pairKey{b.rows[i].id, b.rows[i].repeat}
+		if _, dup := inB[k]; !dup {
+			inB[k] = i
+		}
+	}
+	paired = make([]bool, len(b.rows))
+	for i := range a.rows {
+		ra := &a.rows[i]
+		bi, ok := inB[pairKey{ra.id, ra.repeat}]
+		if !ok || paired[bi] {
+			if !ok && onlyA != nil {
+				onlyA(ra)
+			}
+			continue
+		}
+		paired[bi] = true
+		onPair(ra, &b.rows[bi])
+	}
+	return paired
+}
+
+// pairedResult is the statistics of paired differences: their mean, its
+// bootstrap interval, the sign test's p-value and whether the difference
+// is significant (p < alpha and the interval excludes 0).
+type pairedResult struct {
+	delta, lo, hi, p float64
+	significant      bool
+}
+
+// pairedTest computes the statistics of diffs (not empty) with o's
+// resamples, seed and alpha (o with its defaults applied): the one
+// method of [Compare] and of an experiment's variants against their
+// baseline.
+func pairedTest(diffs []float64, o CompareOptions) pairedResult {
+	t := pairedResult{delta: meanOf(diffs)}
+	t.lo, t.hi = bootstrapCI(diffs, resamplesFor(o.Resamples, len(diffs)), o.Seed, o.Alpha)
+	t.p = signTest(diffs)
+	t.significant = t.p < o.Alpha && (t.lo > 0 || t.hi < 0)
+	return t
 }
 
 // pairingWarnings says when the pairing leaves the comparison meaningless

@@ -65,10 +65,18 @@ func buildOpenAI(p *parser, path string, n, raw *yaml.Node) (evalrun.Target, str
 		p.openaiProblem(n, path, err)
 		return nil, ""
 	}
-	if path == "target" {
-		p.suite.chatPlan = newChatPlan(cfg)
+	if path == "target" || path == p.variantPath {
+		plan := newChatPlan(cfg)
+		if path == "target" {
+			p.suite.chatPlan = plan
+		} else {
+			p.variantPlan = plan
+		}
+		// The tools of every variant: a tool_called scorer checks them all.
 		for _, tl := range cfg.Tools {
-			p.targetTools = append(p.targetTools, tl.Name)
+			if !slices.Contains(p.targetTools, tl.Name) {
+				p.targetTools = append(p.targetTools, tl.Name)
+			}
 		}
 	}
 	name := cfg.Model

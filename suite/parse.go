@@ -27,10 +27,16 @@ type parser struct {
 	// targetTools names the tools of an openai target (nil for other
 	// kinds), so that a tool_called scorer's misspelt tool is caught.
 	targetTools []string
+	// root is the expanded document.
+	root *yaml.Node
+	// variantPath is the path of the variant target being built, whose
+	// chat plan buildOpenAI leaves in variantPlan.
+	variantPath string
+	variantPlan *ChatPlan
 }
 
 var (
-	rootKeys      = []string{"name", "dataset", "target", "scorers", "execution", "fail_on"}
+	rootKeys      = []string{"name", "dataset", "target", "scorers", "execution", "fail_on", "variants"}
 	datasetKeys   = []string{"name", "file", "version"}
 	executionKeys = []string{"concurrency", "item_timeout", "attempt_timeout", "repeat", "cache",
 		"cache_ttl", "adaptive", "max_retries", "retry_delay", "retain_results", "strict"}
@@ -38,7 +44,8 @@ var (
 
 func (p *parser) parse(root *yaml.Node) {
 	s := p.suite
-	var target, scorers *yaml.Node
+	p.root = root
+	var target, scorers, variants *yaml.Node
 	p.fields(root, "", rootKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -53,6 +60,8 @@ func (p *parser) parse(root *yaml.Node) {
 			p.execution(v)
 		case "fail_on":
 			// parsed after the scorers, whose names it is checked against
+		case "variants":
+			variants = v // parsed after the target, which they change
 		}
 	})
 	if s.Name == "" {
@@ -65,6 +74,11 @@ func (p *parser) parse(root *yaml.Node) {
 		p.ps.at(root, "target", "add target: {kind: ...}; kinds: "+strings.Join(TargetKinds(), ", "), "missing")
 	} else {
 		p.target(target)
+	}
+	if variants != nil {
+		// Before the scorers: a tool_called scorer is checked against the
+		// tools of every variant.
+		p.variants(variants, s.target != nil)
 	}
 	if scorers == nil {
 		p.ps.at(root, "scorers", "add scorers: [exact_match] or see docs/suite.md", "missing")

@@ -34,6 +34,10 @@ type runConfig struct {
 	// and CLI overrides applied.
 	Suite     json.RawMessage `json:"suite"`
 	Selection Selection       `json:"selection"`
+	// Variant names the variant of the suite the run is of (see
+	// [Suite.ForVariant]); empty for a suite without variants. Configs
+	// written before variants existed have none and read as before.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Overrides are command-line values that replace the suite's. A nil field
@@ -55,7 +59,8 @@ type Overrides struct {
 	CacheTTL *time.Duration
 	// Adaptive replaces execution.adaptive (--no-adaptive).
 	Adaptive *bool
-	// Rate replaces target.rate_limit ("N/s" or "N/m").
+	// Rate replaces target.rate_limit ("N/s" or "N/m"), and every
+	// variant's rate_limit.
 	Rate *string
 }
 
@@ -171,6 +176,7 @@ func (s *Suite) Apply(o Overrides) error {
 		}
 		s.RateLimit = &r
 		s.setRaw("target", "rate_limit", r.String(), "!!str")
+		s.setVariantRates(r)
 	}
 	return nil
 }
@@ -196,6 +202,31 @@ func (s *Suite) setRaw(section, key, value, tag string) {
 	sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
 }
 
+// setVariantRates sets every variant's rate limit to r, and the
+// rate_limit of every variant that overrides it in the stored document,
+// so a run rebuilt from its config (FromRunConfig) has the same rate.
+func (s *Suite) setVariantRates(r target.Rate) {
+	for _, v := range s.variants {
+		rr := r
+		v.RateLimit = &rr
+	}
+	list := deref(findValue(s.raw, "variants"))
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return
+	}
+	for i := range list.Content {
+		over := rawVariantTarget(s.raw, i)
+		if over == nil || over.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(over.Content); j += 2 {
+			if over.Content[j].Value == "rate_limit" {
+				over.Content[j+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r.String()}
+			}
+		}
+	}
+}
+
 func findValue(n *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
@@ -209,7 +240,8 @@ func findValue(n *yaml.Node, key string) *yaml.Node {
 // suite file's content with its ${VAR} references unexpanded (so no value
 // from the environment is stored), overrides applied, literal secrets in
 // headers, env and URLs replaced by [Redacted], and the Selection.
-// [FromRunConfig] rebuilds the suite from it.
+// [FromRunConfig] rebuilds the suite from it. A variant's view (see
+// [Suite.ForVariant]) stores the whole suite and the variant's name.
 func (s *Suite) RunConfig() (json.RawMessage, error) {
 	var tree any
 	if err := s.raw.Decode(&tree); err != nil {
@@ -219,13 +251,16 @@ func (s *Suite) RunConfig() (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: store config: %w", s.File, err)
 	}
-	return json.Marshal(runConfig{Format: RunConfigFormat, File: s.File, Dir: s.Dir, Suite: body, Selection: s.Selection})
+	return json.Marshal(runConfig{Format: RunConfigFormat, File: s.File, Dir: s.Dir, Suite: body, Selection: s.Selection,
+		Variant: s.variant})
 }
 
 // FromRunConfig rebuilds the suite of a stored run config (see
 // [Suite.RunConfig]) with opts.Env giving the ${VAR} values, so a resumed run
 // or a distributed worker uses its own environment's secrets. Relative
 // paths resolve against the directory the suite was first loaded from.
+// The config of a variant's view gives that view, which then owns the
+// suite's closers (close it when done).
 func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
 	var rc runConfig
 	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat || len(rc.Suite) == 0 {
@@ -249,7 +284,16 @@ func FromRunConfig(raw json.RawMessage, opts Options) (*Suite, error) {
 		return nil, err
 	}
 	s.Selection = rc.Selection
-	return s, nil
+	if rc.Variant == "" {
+		return s, nil
+	}
+	v, err := s.ForVariant(rc.Variant)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	v.closers, s.closers = s.closers, nil
+	return v, nil
 }
 
 // CheckStorable reports, at its place in the suite file, every literal
@@ -381,10 +425,13 @@ var (
 // CacheKey identifies the target's effective configuration for the
 // response cache: a hash of the target section as stored (references
 // unexpanded, literal secrets redacted, overrides applied), so changing a
-// parameter misses the cache while a new secret value does not.
+// parameter misses the cache while a new secret value does not. A
+// variant's view hashes the variant's merged target: variants that differ
+// never share entries, and a variant without overrides shares the plain
+// suite's.
 func (s *Suite) CacheKey() string {
 	var tree any
-	if t := findValue(s.raw, "target"); t != nil {
+	if t := s.rawTarget(); t != nil {
 		_ = t.Decode(&tree)
 	}
 	b, _ := json.Marshal(redactTree(jsonable(tree), ""))

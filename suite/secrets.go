@@ -117,6 +117,11 @@ func (s *Suite) scrubErrors() {
 	if s.target != nil {
 		s.target = scrubbedTarget{t: s.target, sc: s.scrub}
 	}
+	for _, v := range s.variants {
+		if v.target != nil {
+			v.target = scrubbedTarget{t: v.target, sc: s.scrub}
+		}
+	}
 	for i, sc := range s.scorers {
 		s.scorers[i] = scrubbedScorer{s: sc, kind: s.scorerKinds[i], sc: s.scrub}
 	}

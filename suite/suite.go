@@ -62,6 +62,11 @@ type Suite struct {
 	// raw is the document's root mapping with ${VAR} references
 	// unexpanded, CLI overrides applied: what a run record stores.
 	raw *yaml.Node
+	// variants are the suite's variants (nil for none and for a view);
+	// variant and variantIndex name the variant a view is of.
+	variants     []*Variant
+	variant      string
+	variantIndex int
 }
 
 // Dataset is the dataset part of a suite.

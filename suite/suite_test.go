@@ -168,7 +168,7 @@ fail_on:
 	got := problems(t, err)
 	want := []string{
 		`suite.yaml:1:1: dataset: missing (add dataset: {name: NAME, file: FILE})`,
-		`suite.yaml:2:1: datset: unknown key (did you mean "dataset"? known keys: name, dataset, target, scorers, execution, fail_on)`,
+		`suite.yaml:2:1: datset: unknown key (did you mean "dataset"? known keys: name, dataset, target, scorers, execution, fail_on, variants)`,
 		`suite.yaml:4:9: target.kind: unknown target kind "htp" (did you mean "http"? known kinds: echo, exec, http, openai, scorer, workflow)`,
 		"suite.yaml:8:14: scorers[1].pattern: invalid regular expression: error parsing regexp: missing closing ): `(unclosed` (use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax)",
 		`suite.yaml:9:11: scorers[2].kind: unknown scorer kind "fooo" (known kinds: contains, embedding_similarity, exact_match, expr, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`,

@@ -42,6 +42,15 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		return err
 	}
 	defer p.suite.Close()
+	if p.experiment != nil {
+		// prepareRun refused it unless distributedVariants is set.
+		defer p.experiment.close()
+		exec, err := distributedVariants(st, cmd, pg)
+		if err != nil {
+			return err
+		}
+		return st.runExperiment(cmd, pg, p, f, exec)
+	}
 	coord, err := river.NewCoordinator(ctx, pg, river.CoordinatorOptions{})
 	if err != nil {
 		return err

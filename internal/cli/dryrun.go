@@ -43,6 +43,9 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 	if err := s.Apply(o); err != nil {
 		return err
 	}
+	if err := checkVariantFlags(s, f); err != nil {
+		return err
+	}
 	if f.distributed { // what run --distributed refuses
 		if err := s.CheckStorable(); err != nil {
 			return err
@@ -117,9 +120,85 @@ func (st *State) dryRun(cmd *cobra.Command, path string, f *runFlags) error {
 	if err := engine.CheckExecutions(len(items), s.Execution.Repeat); err != nil {
 		return fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
+	if s.Variants() != nil {
+		return writeVariantsPlan(st.Stdout, s, f.variants, items, source)
+	}
 	plan := newDryRunPlan(s, items, sel.Outputs != "")
 	plan.write(st.Stdout, s, source)
 	return nil
+}
+
+// writeVariantsPlan prints the dry run of an experiment: each selected
+// variant's plan (its target, requests, tokens and cost), then the totals.
+func writeVariantsPlan(w io.Writer, s *suite.Suite, want []string, items []*evalrun.Item, source string) error {
+	names, err := selectVariants(s, want)
+	if err != nil {
+		return err
+	}
+	writeDryRunHeader(w, s, source)
+	fmt.Fprintf(w, "experiment: %d %s (%s), each a run over the same items; baseline: %s\n",
+		len(names), plural(len(names), "variant"), strings.Join(names, ", "), names[0])
+	executions, target, judge := 0, 0, 0
+	var cost float64
+	var unpriced []string
+	for _, n := range names {
+		view, err := s.ForVariant(n)
+		if err != nil {
+			return err
+		}
+		plan := newDryRunPlan(view, items, false)
+		var body strings.Builder
+		plan.writeBody(&body, view)
+		fmt.Fprintf(w, "variant %s:\n", n)
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(body.String(), "\n"), "\n") {
+			fmt.Fprintf(w, "  %s", line)
+		}
+		fmt.Fprintln(w)
+		executions += plan.executions
+		target += plan.targetRequests
+		judge += plan.judgeRequests
+		usd, known := plan.estimatedCost()
+		cost += usd
+		if !known {
+			unpriced = append(unpriced, n)
+		}
+	}
+	costText := report.FormatUSD(cost)
+	switch {
+	case len(unpriced) == len(names):
+		costText = "unknown (see each variant)"
+	case len(unpriced) > 0:
+		costText = fmt.Sprintf("at least %s (%s: not fully priced, see above)", costText, strings.Join(unpriced, ", "))
+	}
+	fmt.Fprintf(w, "total: %d executions; requests: %d target + %d llm_judge = %d, before retries; estimated cost: %s\n",
+		executions, target, judge, target+judge, costText)
+	return nil
+}
+
+// estimatedCost returns the plan's estimated cost in USD (target and
+// judges; at most, where max_tokens bounds the output) and whether it is
+// known whole: false when a part has no price or an unknown output.
+func (p *dryRunPlan) estimatedCost() (float64, bool) {
+	usd, known := 0.0, true
+	switch {
+	case p.outputs:
+	case p.chat == nil || p.chat.Price == nil:
+		known = p.targetRequests == 0
+	default:
+		usd += p.chat.Price.Cost(p.inputTokens, p.outputTokens)
+		known = p.unknownOutput == 0
+	}
+	for _, e := range p.judgeEstimates {
+		if e.plan.Price == nil || e.plan.MaxTokens == 0 {
+			known = false
+			if e.plan.Price != nil {
+				usd += e.plan.Price.Cost(e.inputTokens, 0)
+			}
+			continue
+		}
+		usd += e.plan.Price.Cost(e.inputTokens, e.outputTokens)
+	}
+	return usd, known && p.embedders == 0
 }
 
 // filterItems keeps the items of a selection (tags, then limit), like
@@ -284,8 +363,20 @@ func estimateJudge(j *suite.JudgePlan, items []*evalrun.Item, repeat int) judgeE
 
 // write prints the plan.
 func (p *dryRunPlan) write(w io.Writer, s *suite.Suite, source string) {
+	writeDryRunHeader(w, s, source)
+	p.writeBody(w, s)
+}
+
+// writeDryRunHeader prints the first lines of a dry run: the suite is
+// valid, where the items come from.
+func writeDryRunHeader(w io.Writer, s *suite.Suite, source string) {
 	fmt.Fprintf(w, "dry run: suite %s is valid; nothing was called, run or stored\n", s.Name)
 	fmt.Fprintln(w, source)
+}
+
+// writeBody prints the plan of one run: its target, items, requests,
+// tokens and cost.
+func (p *dryRunPlan) writeBody(w io.Writer, s *suite.Suite) {
 	fmt.Fprintf(w, "target: %s (%s)\n", s.TargetInfo.Kind, s.TargetInfo.Name)
 	fmt.Fprintf(w, "items: %d selected × %d %s = %d executions\n", p.items, p.repeat, plural(p.repeat, "repeat"), p.executions)
 	parts := []string{}

@@ -32,6 +32,10 @@ type prepared struct {
 	datasetNote string
 	// dbFlag is " --db URL" for printed commands, or "".
 	dbFlag string
+	// experiment is set for a suite with variants (and a resumed
+	// experiment): record and target are then unset, each variant having
+	// its own.
+	experiment *experiment
 }
 
 // prepareRun loads the suite (or, on resume, the stored run and its
@@ -51,6 +55,19 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 				return nil, invalidf("--%s cannot be used with --resume: a resumed run keeps its item selection", name)
 			}
 		}
+		if len(f.variants) > 0 {
+			return nil, invalidf("--variant cannot be used with --resume: --resume EXPERIMENT_ID resumes every unfinished variant; " +
+				"resume one variant's run with evalrun run --resume RUN_ID")
+		}
+		if evalrun.IsExperimentID(f.resume) {
+			if f.distributed && distributedVariants == nil {
+				return nil, invalidf("%s", errDistributedExperiment)
+			}
+			if _, _, err := experimentTargets(f.format, f.outFiles); err != nil {
+				return nil, err
+			}
+			return st.prepareExperimentResume(cmd, store, f, p, opts)
+		}
 		if p.record, err = store.GetRun(ctx, f.resume); err != nil {
 			return nil, notFound(err, "run "+f.resume, "evalrun runs list shows the runs")
 		}
@@ -64,6 +81,12 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		return nil, err
 	}
 	st.scrubOutput(p.suite)
+	if !p.resume {
+		if err := checkVariantFlags(p.suite, f); err != nil {
+			p.suite.Close()
+			return nil, err
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -78,16 +101,8 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 	if err := s.Apply(o); err != nil {
 		return nil, err
 	}
-	p.conditions = slices.Clone(s.FailOn)
-	for _, src := range f.failOn {
-		c, err := report.ParseCondition(src)
-		if err == nil {
-			err = c.Check(s.ScorerNames())
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--fail-on: %w", err)
-		}
-		p.conditions = append(p.conditions, c)
+	if p.conditions, err = conditions(s, f.failOn); err != nil {
+		return nil, err
 	}
 
 	name, version := s.Dataset.Name, 0
@@ -124,6 +139,13 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		return nil, fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
 
+	if s.Variants() != nil && !p.resume {
+		if p.experiment, err = st.newExperiment(p, f, name, version); err != nil {
+			return nil, err
+		}
+		ok = true
+		return p, nil
+	}
 	p.target = s.Target()
 	info := s.TargetInfo
 	if s.Selection.Outputs != "" {

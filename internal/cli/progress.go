@@ -26,6 +26,9 @@ type progress struct {
 	first   int // Done at the first update (a resume starts above 0)
 	seen    bool
 	printed int // Done at the last plain line
+	// detail, when set, ends the status text: an experiment's progress
+	// per variant.
+	detail string
 
 	stop chan struct{}
 	done chan struct{}
@@ -105,8 +108,11 @@ func (p *progress) printLine() {
 // "rate ?".
 func (p *progress) status(pr evalrun.Progress) string {
 	p.mu.Lock()
-	first := p.first
+	first, detail := p.first, p.detail
 	p.mu.Unlock()
+	if detail != "" {
+		detail = "; " + detail
+	}
 	rate, eta := "rate ?", "?"
 	if s := p.st.Now().Sub(p.start).Seconds(); s > 0 && pr.Done > first {
 		perSec := float64(pr.Done-first) / s
@@ -116,8 +122,15 @@ func (p *progress) status(pr evalrun.Progress) string {
 		}
 		eta = time.Duration(float64(pr.Total-pr.Done) / perSec * float64(time.Second)).Round(time.Second).String()
 	}
-	return fmt.Sprintf("%d/%d items (ok %d, failed %d)%s, %s, ETA %s",
-		pr.Done, pr.Total, pr.Succeeded, pr.Failed, p.concurrencyNote(pr), rate, eta)
+	return fmt.Sprintf("%d/%d items (ok %d, failed %d)%s, %s, ETA %s%s",
+		pr.Done, pr.Total, pr.Succeeded, pr.Failed, p.concurrencyNote(pr), rate, eta, detail)
+}
+
+// setDetail sets the text that ends the status from now on.
+func (p *progress) setDetail(s string) {
+	p.mu.Lock()
+	p.detail = s
+	p.mu.Unlock()
 }
 
 // concurrencyNote is ", concurrency E/C" while the effective concurrency E

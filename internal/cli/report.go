@@ -18,18 +18,36 @@ func init() {
 
 func newReportCmd(st *State) *cobra.Command {
 	var files []string
-	var format string
+	var format, experiment string
 	cmd := &cobra.Command{
-		Use:   "report RUN_ID",
-		Short: "Rebuild a stored run's report",
+		Use:   "report [RUN_ID | --experiment EXPERIMENT_ID]",
+		Short: "Rebuild a stored run's (or experiment's) report",
 		Long: `Rebuild the report of a stored run from storage (the same report evalrun run
 printed and wrote) and print it (--format, default the table) and write every -o
-FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format).`,
+FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format).
+
+--experiment EXPERIMENT_ID (or an experiment id, "exp-…", as the argument)
+rebuilds the experiment report of a suite with variants from its runs' stored
+results: the matrix, each variant against the baseline, the items side by side
+(.json, .md or .txt; no JUnit). RUN_ID of one variant's run gives that run's
+own report, as for any run.`,
 		Example: `  evalrun report RUN_ID
   evalrun report RUN_ID --format markdown >> "$GITHUB_STEP_SUMMARY"
-  evalrun report RUN_ID -o report.json -o junit.xml`,
-		Args: args("RUN_ID"),
+  evalrun report RUN_ID -o report.json -o junit.xml
+  evalrun report --experiment exp-20260101T101500-3f9a1c2b -o experiment.json -o experiment.md`,
+		Args: func(cmd *cobra.Command, a []string) error {
+			if experiment != "" {
+				return args()(cmd, a)
+			}
+			return args("RUN_ID")(cmd, a)
+		},
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if experiment == "" && evalrun.IsExperimentID(a[0]) {
+				experiment = a[0]
+			}
+			if experiment != "" {
+				return st.experimentReport(cmd, experiment, format, files)
+			}
 			stdout, targets, err := reportTargets(format, files)
 			if err != nil {
 				return err
@@ -46,9 +64,35 @@ FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "output", "o", nil, "write the report to FILE (repeatable)")
-	cmd.Flags().StringVar(&format, "format", "", "table, json, markdown or junit")
+	cmd.Flags().StringVar(&format, "format", "", "table, json, markdown or junit (an experiment: table, json or markdown)")
+	cmd.Flags().StringVar(&experiment, "experiment", "", "rebuild the report of experiment EXPERIMENT_ID (a suite with variants)")
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
 	return cmd
+}
+
+// experimentReport is evalrun report --experiment ID: the experiment
+// report rebuilt from its runs' stored results; each variant's final run
+// report is stored when missing, as evalrun report RUN_ID does.
+func (st *State) experimentReport(cmd *cobra.Command, id, format string, files []string) error {
+	stdout, targets, err := experimentTargets(format, files)
+	if err != nil {
+		return err
+	}
+	return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+		exp, err := evalrun.GetExperiment(ctx, store, id)
+		if err != nil {
+			return notFound(err, "experiment "+id, "evalrun runs list shows the runs and the experiments they belong to")
+		}
+		e, err := report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
+		if err != nil {
+			return fmt.Errorf("experiment %s: %w", id, err)
+		}
+		err = st.writeExperimentReports(e, stdout, targets)
+		for _, r := range exp.Runs {
+			st.saveReportIfMissing(ctx, store, e.Report(r.Variant))
+		}
+		return err
+	})
 }
 
 func newCompareCmd(st *State) *cobra.Command {

@@ -30,6 +30,7 @@ type runFlags struct {
 	format                          string
 	failOn                          []string
 	quiet, distributed              bool
+	variants                        []string
 	exec                            execFlags
 }
 
@@ -104,6 +105,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown or junit (standard output and -o files without a known extension)")
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.StringArrayVar(&f.variants, "variant", nil, "run only this variant of a suite with variants (repeatable; suite order is kept, the first is the baseline)")
 	fl.BoolVar(&f.distributed, "distributed", false, "enqueue the items for evalrun worker processes and wait (PostgreSQL; see evalrun worker --help)")
 	f.exec.add(fl)
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
@@ -171,6 +173,10 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return err
 	}
 	defer p.suite.Close()
+	if p.experiment != nil {
+		defer p.experiment.close()
+		return st.runExperimentLocal(cmd, store, p, f)
+	}
 
 	rec := p.record
 	claim := st.newClaim(store, rec.ID)
@@ -181,8 +187,12 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		}
 		verb = "resumed"
 	}
-	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)\n", rec.ID, verb,
-		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name)
+	of := ""
+	if rec.Experiment != "" {
+		of = fmt.Sprintf(", variant %s of experiment %s", rec.Variant, rec.Experiment)
+	}
+	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)%s\n", rec.ID, verb,
+		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name, of)
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}
@@ -249,23 +259,7 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 		fmt.Fprintf(st.Stderr, "resume with: evalrun run --resume %s%s\n", id, p.dbFlag)
 		return quietExit(ExitInterrupted, ErrInterrupted)
 	}
-	var reasons []string
-	if sum.Status == evalrun.RunFailed {
-		msg := "the run failed"
-		if sum.Err != nil {
-			msg += ": " + sum.Err.Error()
-		}
-		reasons = append(reasons, msg)
-	}
-	if rep.Run.Failed > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d of %d items failed (target errors)", rep.Run.Failed, rep.Run.Total))
-	}
-	if n := rep.Errors() - rep.Run.Failed; n > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d scorer errors", n))
-	}
-	if rep.Run.PersistErrors > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d results could not be stored", rep.Run.PersistErrors))
-	}
+	reasons := runProblems(rep, sum)
 	for _, b := range report.Evaluate(rep, p.conditions) {
 		reasons = append(reasons, "fail_on breached: "+b.String())
 	}
@@ -277,6 +271,42 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 		fmt.Fprintf(st.Stderr, "  - %s\n", r)
 	}
 	return quietExit(ExitFailed, errFailed)
+}
+
+// runProblems returns why a finished run is not clean, for people: it
+// failed, items failed, scorers erred, results were not stored. fail_on is
+// not checked here. rep is nil when no report could be built, sum when the
+// run did not execute in this process (a kept run of a resumed
+// experiment): the other then speaks alone.
+func runProblems(rep *report.Report, sum *evalrun.Summary) []string {
+	var reasons []string
+	switch {
+	case sum != nil && sum.Status == evalrun.RunFailed:
+		msg := "the run failed"
+		if sum.Err != nil {
+			msg += ": " + sum.Err.Error()
+		}
+		reasons = append(reasons, msg)
+	case sum == nil && rep != nil && rep.Run.Status == evalrun.RunFailed:
+		reasons = append(reasons, "the run failed")
+	}
+	failed, total, errs, persist := 0, 0, 0, 0
+	switch {
+	case rep != nil:
+		failed, total, errs, persist = rep.Run.Failed, rep.Run.Total, rep.Errors(), rep.Run.PersistErrors
+	case sum != nil:
+		failed, total, errs, persist = sum.Failed, sum.Total, sum.Failed+sum.ScorerErrors, sum.PersistErrors
+	}
+	if failed > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d of %d items failed (target errors)", failed, total))
+	}
+	if n := errs - failed; n > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d scorer errors", n))
+	}
+	if persist > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d results could not be stored", persist))
+	}
+	return reasons
 }
 
 // dbFlagFor returns " --db URL" when the storage is not the default, so a

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/evalrun/evalrun/report"
+)
+
+// experimentTargets is reportTargets for an experiment report, which has
+// three forms: the terminal matrix (table, .txt), JSON (.json) and
+// Markdown (.md). JUnit is refused: one JUnit file for several variants
+// would be ambiguous (which variant is the test suite?), and each
+// variant's run has its own (evalrun report RUN_ID -o junit.xml). There is
+// no HTML file: the viewer (evalrun serve) shows the experiment.
+func experimentTargets(format string, paths []string) (report.Format, []reportFile, error) {
+	for _, p := range paths {
+		if strings.EqualFold(filepath.Ext(p), ".html") || strings.EqualFold(filepath.Ext(p), ".htm") {
+			return "", nil, invalidf("-o %s: an experiment report is written as .json, .md or .txt; "+
+				"its HTML page is the viewer's (evalrun serve, then open the experiment)", p)
+		}
+	}
+	stdout, files, err := reportTargets(format, paths)
+	if err != nil {
+		return "", nil, err
+	}
+	const junitHelp = "JUnit has no form for an experiment (one file for several variants would be ambiguous): " +
+		"write a variant's with evalrun report RUN_ID -o junit.xml (the runs' ids are printed when the experiment starts), " +
+		"or use .json, .md or .txt here"
+	if stdout == report.FormatJUnit {
+		return "", nil, invalidf("--format junit: %s", junitHelp)
+	}
+	for _, f := range files {
+		if f.format == report.FormatJUnit {
+			return "", nil, invalidf("-o %s: %s", f.path, junitHelp)
+		}
+	}
+	return stdout, files, nil
+}
+
+// writeExperiment writes e in format f.
+func writeExperiment(w io.Writer, e *report.Experiment, f report.Format) error {
+	switch f {
+	case report.FormatJSON:
+		return report.WriteExperimentJSON(w, e)
+	case report.FormatMarkdown:
+		return report.WriteExperimentMarkdown(w, e)
+	case report.FormatTable, "":
+		return report.WriteExperimentTable(w, e)
+	}
+	return fmt.Errorf("the experiment report has no %s form", f)
+}
+
+// writeExperimentReports writes e to standard output and to every file,
+// as writeReports does for a run: every file it can, the errors of the
+// others returned.
+func (st *State) writeExperimentReports(e *report.Experiment, stdout report.Format, files []reportFile) error {
+	var errs []error
+	if err := writeExperiment(st.Stdout, e, stdout); err != nil && !errors.Is(err, syscall.EPIPE) {
+		errs = append(errs, fmt.Errorf("write the experiment report to standard output: %w", err))
+	}
+	for _, f := range files {
+		if err := writeFile(f.path, func(w *os.File) error { return writeExperiment(w, e, f.format) }); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(st.Stderr, "wrote %s (experiment, %s)\n", f.path, f.format)
+	}
+	return errors.Join(errs...)
+}
