@@ -244,19 +244,23 @@ type WaitOptions struct {
 // An error means the run could not be read or finalized; it can be waited
 // for again.
 func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*evalrun.Summary, error) {
-	rec, err := c.store.GetRun(ctx, runID)
+	// The first look at the run is not cancelled with ctx: a ctx that
+	// ended before Wait was called (a Ctrl-C while an experiment starts
+	// its variants' waits) must cancel the run below, not fail here.
+	first := context.WithoutCancel(ctx)
+	rec, err := c.store.GetRun(first, runID)
 	if err != nil {
 		return nil, err
 	}
 	if !rec.CompletedAt.IsZero() {
-		return c.summary(ctx, rec, wo)
+		return c.summary(first, rec, wo)
 	}
 	if rec.Status == evalrun.RunPending || rec.Status == evalrun.RunRunning {
-		ok, failed, err := c.store.CountResults(ctx, runID)
+		ok, failed, err := c.store.CountResults(first, runID)
 		if err != nil {
 			return nil, err
 		}
-		live, err := c.jobsLeft(ctx, runID, liveStates...)
+		live, err := c.jobsLeft(first, runID, liveStates...)
 		if err != nil {
 			return nil, err
 		}

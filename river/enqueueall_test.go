@@ -1,6 +1,7 @@
 package river
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -109,5 +110,24 @@ func TestEnqueueAllIsAtomic(t *testing.T) {
 	var jobs int
 	if err := b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM river_job`).Scan(&jobs); err != nil || jobs != 0 {
 		t.Errorf("%d jobs (%v), want none", jobs, err)
+	}
+}
+
+// Wait called with a context that already ended cancels the run (as a
+// Ctrl-C during Wait does) instead of failing to read it: an experiment's
+// coordinator starts one Wait per variant, and a Ctrl-C may come first.
+func TestWaitWithEndedContextCancelsTheRun(t *testing.T) {
+	b := setup(t, 0)
+	items := b.importItems(t, "ds", inputs("q", 2))
+	rec := b.enqueue(t, "ds", items, runConfig{})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	stop := errors.New("interrupted (test)")
+	cancel(stop)
+	sum, err := b.coord.Wait(ctx, rec.ID, WaitOptions{})
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if sum.Status != evalrun.RunCanceled || !errors.Is(sum.Err, stop) || sum.Skipped != 2 {
+		t.Errorf("summary %+v, want canceled with the cause, 2 skipped", sum)
 	}
 }
