@@ -83,6 +83,9 @@ func ExperimentOf(id string, runs []*Run) (*Experiment, error) {
 // GetExperiment returns the experiment id from its runs in store, or an
 // error wrapping ErrNotFound when no run belongs to it.
 func GetExperiment(ctx context.Context, store RunStore, id string) (*Experiment, error) {
+	if id == "" { // an empty RunFilter.Experiment would list every run
+		return nil, fmt.Errorf("experiment %q: %w", id, ErrNotFound)
+	}
 	runs, err := store.ListRuns(ctx, RunFilter{Experiment: id})
 	if err != nil {
 		return nil, err

@@ -113,3 +113,44 @@ func TestMigrateFromVersion4(t *testing.T) {
 	}
 	storetest.MigratedAgents(t, s, "old")
 }
+
+// TestMigrateFromVersion5 opens a database left at schema version 5 (before
+// experiments) with a run in it: Open applies version 6, the run reads back
+// as a run on its own, and runs of an experiment can be stored beside it.
+func TestMigrateFromVersion5(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	all, err := sqlstore.LoadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 6 || all[5].Name != "006_experiments.sql" {
+		t.Fatalf("migrations %d, want 006_experiments.sql as the sixth", len(all))
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, pool, all[:5]); err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total,
+		succeeded, failed, skipped, persist_errors, error, created_at)
+		VALUES ('old', 'n', 'd', 1, '{}', '[]', 'completed', 1, 1, 0, 0, 0, '', now())`); err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open of a version 5 database: %v", err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
+		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
+	}
+	storetest.MigratedExperimentFields(t, s, "old")
+}

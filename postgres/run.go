@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -30,11 +31,14 @@ func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 		created = time.Now()
 	}
 	tag, err := db.Exec(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
-		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (id) DO NOTHING`,
+		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at,
+		experiment_id, variant, variant_index)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+		ON CONFLICT (id) DO NOTHING`,
 		run.ID, pgText(run.Name), run.Dataset, run.DatasetVersion, target, scorers, blob(run.Config),
 		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, pgText(run.Error),
-		created, ts(run.StartedAt), ts(run.CompletedAt))
+		created, ts(run.StartedAt), ts(run.CompletedAt),
+		pgText(run.Experiment), pgText(run.Variant), run.VariantIndex)
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
 	}
@@ -45,7 +49,7 @@ func createRun(ctx context.Context, db execer, run *evalrun.Run) error {
 }
 
 // UpdateRun implements [evalrun.RunStore]. It also replaces the settled
-// concurrency.
+// concurrency; the experiment fields, set at creation, stay.
 func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $2, total = $3, succeeded = $4, failed = $5, skipped = $6,
 		persist_errors = $7, error = $8, started_at = $9, completed_at = $10, concurrency = $11 WHERE id = $1`,
@@ -61,7 +65,8 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires,
+	experiment_id, variant, variant_index`
 
 func scanRun(row pgx.Row) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
@@ -70,11 +75,12 @@ func scanRun(row pgx.Row) (*evalrun.Run, error) {
 	var started, completed, claimExpires *time.Time
 	if err := row.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &r.Target, &r.Scorers, &config, &status,
 		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &r.CreatedAt, &started, &completed,
-		&r.ClaimedBy, &claimExpires); err != nil {
+		&r.ClaimedBy, &claimExpires, &r.Experiment, &r.Variant, &r.VariantIndex); err != nil {
 		return nil, err
 	}
 	r.Status = evalrun.RunStatus(status)
 	r.Error, r.Name = fromPGText(r.Error), fromPGText(r.Name)
+	r.Experiment, r.Variant = fromPGText(r.Experiment), fromPGText(r.Variant)
 	r.Target = evalrun.TargetInfo{Kind: fromPGText(r.Target.Kind), Name: fromPGText(r.Target.Name)}
 	for i, sc := range r.Scorers {
 		r.Scorers[i].Name, r.Scorers[i].Kind = fromPGText(sc.Name), fromPGText(sc.Kind)
@@ -169,14 +175,34 @@ func getRun(ctx context.Context, q querier, id string) (*evalrun.Run, error) {
 }
 
 // ListRuns implements [evalrun.RunStore]: newest first (by creation time,
-// then id).
+// then id). The WHERE clause holds only the filter's conditions, so that a
+// generic plan (made without the parameters' values) uses runs_dataset or
+// runs_experiment too.
 func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.Run, error) {
-	var limit *int
-	if f.Limit > 0 {
-		limit = &f.Limit
+	where, args := []string{}, []any{}
+	if f.Dataset != "" {
+		args = append(args, f.Dataset)
+		where = append(where, fmt.Sprintf("dataset = $%d", len(args)))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE ($1 = '' OR dataset = $1)
-		ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $2`, f.Dataset, limit)
+	if f.Experiment != "" {
+		args = append(args, pgText(f.Experiment))
+		where = append(where, fmt.Sprintf("experiment_id = $%d", len(args)))
+	}
+	if f.Experiment != "" || f.InExperiment {
+		// Literal, as the partial index's condition is: the planner then
+		// knows runs_experiment applies.
+		where = append(where, "experiment_id <> ''")
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY created_at DESC, id COLLATE "C" DESC`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		query += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/evalrun/evalrun"
@@ -105,4 +106,80 @@ func TestMigrateFromVersion4(t *testing.T) {
 		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
 	}
 	storetest.MigratedAgents(t, s, "old")
+}
+
+// TestMigrateFromVersion5 opens a database left at schema version 5 (before
+// experiments) with a run in it: Open applies version 6, the run reads back
+// as a run on its own, and runs of an experiment can be stored beside it.
+func TestMigrateFromVersion5(t *testing.T) {
+	ctx := context.Background()
+	all, err := sqlstore.LoadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 6 || all[5].Name != "006_experiments.sql" {
+		t.Fatalf("migrations %d, want 006_experiments.sql as the sixth", len(all))
+	}
+	path := filepath.Join(t.TempDir(), "v5.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, db, all[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
+		failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'd', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a version 5 database: %v", err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.reader.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
+		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
+	}
+	storetest.MigratedExperimentFields(t, s, "old")
+}
+
+// TestListRunsExperimentIndex checks that ListRuns of one experiment reads
+// the partial index runs_experiment, and that of every experiment's runs
+// runs_in_experiment, rather than scanning every run: the query states the
+// indexes' condition.
+func TestListRunsExperimentIndex(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for f, index := range map[evalrun.RunFilter]string{
+		{Experiment: "exp-a"}:                          "runs_experiment (experiment_id=?)",
+		{Experiment: "exp-a", Limit: 3, Dataset: "qa"}: "runs_experiment (experiment_id=?)",
+		{InExperiment: true}:                           "runs_in_experiment",
+		{InExperiment: true, Limit: 5}:                 "runs_in_experiment",
+	} {
+		query, args := listRunsQuery(f)
+		rows, err := s.reader.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		plan := ""
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan += detail + "\n"
+		}
+		rows.Close()
+		if !strings.Contains(plan, "USING INDEX "+index) {
+			t.Errorf("plan of ListRuns(%+v) does not use %s:\n%s", f, index, plan)
+		}
+	}
 }

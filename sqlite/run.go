@@ -34,11 +34,13 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 		created = time.Now()
 	}
 	res, err := s.writer.ExecContext(ctx, `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, config,
-		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		status, total, succeeded, failed, skipped, persist_errors, concurrency, error, created_at, started_at, completed_at,
+		experiment_id, variant, variant_index)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		run.ID, run.Name, run.Dataset, run.DatasetVersion, target, sc, blob(run.Config),
 		string(run.Status), run.Total, run.Succeeded, run.Failed, run.Skipped, run.PersistErrors, run.Concurrency, run.Error,
-		micros(created), micros(run.StartedAt), micros(run.CompletedAt))
+		micros(created), micros(run.StartedAt), micros(run.CompletedAt),
+		run.Experiment, run.Variant, run.VariantIndex)
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
 	}
@@ -49,7 +51,7 @@ func (s *Store) CreateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 // UpdateRun implements [evalrun.RunStore]. It also replaces the settled
-// concurrency.
+// concurrency; the experiment fields, set at creation, stay.
 func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET status = ?, total = ?, succeeded = ?, failed = ?, skipped = ?,
 		persist_errors = ?, concurrency = ?, error = ?, started_at = ?, completed_at = ? WHERE id = ?`,
@@ -65,7 +67,8 @@ func (s *Store) UpdateRun(ctx context.Context, run *evalrun.Run) error {
 }
 
 const runColumns = `id, name, dataset, dataset_version, target, scorers, config, status, total, succeeded, failed,
-	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires`
+	skipped, persist_errors, concurrency, error, created_at, started_at, completed_at, claimed_by, claim_expires,
+	experiment_id, variant, variant_index`
 
 func scanRun(sc interface{ Scan(...any) error }) (*evalrun.Run, error) {
 	r := &evalrun.Run{}
@@ -73,7 +76,7 @@ func scanRun(sc interface{ Scan(...any) error }) (*evalrun.Run, error) {
 	var created, started, completed, claimExpires sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Name, &r.Dataset, &r.DatasetVersion, &target, &scorers, &config, (*string)(&r.Status),
 		&r.Total, &r.Succeeded, &r.Failed, &r.Skipped, &r.PersistErrors, &r.Concurrency, &r.Error, &created, &started, &completed,
-		&r.ClaimedBy, &claimExpires); err != nil {
+		&r.ClaimedBy, &claimExpires, &r.Experiment, &r.Variant, &r.VariantIndex); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(target, &r.Target); err != nil {
@@ -176,12 +179,8 @@ func getRun(ctx context.Context, q querier, id string) (*evalrun.Run, error) {
 // ListRuns implements [evalrun.RunStore]: newest first (by creation time,
 // then id).
 func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.Run, error) {
-	limit := -1
-	if f.Limit > 0 {
-		limit = f.Limit
-	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE (?1 = '' OR dataset = ?1)
-		ORDER BY created_at DESC, id DESC LIMIT ?2`, f.Dataset, limit)
+	query, args := listRunsQuery(f)
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -198,4 +197,31 @@ func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.R
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
+}
+
+// listRunsQuery returns ListRuns' statement. Its WHERE clause holds only
+// the filter's conditions, so that SQLite's plan (made without the
+// parameters' values) uses runs_dataset or runs_experiment.
+func listRunsQuery(f evalrun.RunFilter) (string, []any) {
+	where, args := []string{}, []any{}
+	if f.Dataset != "" {
+		where, args = append(where, "dataset = ?"), append(args, f.Dataset)
+	}
+	if f.Experiment != "" {
+		where, args = append(where, "experiment_id = ?"), append(args, f.Experiment)
+	}
+	if f.Experiment != "" || f.InExperiment {
+		// Literal, as the partial index's condition is: SQLite uses
+		// runs_experiment only when the query states it.
+		where = append(where, "experiment_id <> ''")
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := -1
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	return query + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)
 }

@@ -42,7 +42,8 @@ func checkRun(t *testing.T, got, want *evalrun.Run) {
 	if got.ID != want.ID || got.Name != want.Name || got.Dataset != want.Dataset || got.DatasetVersion != want.DatasetVersion ||
 		got.Target != want.Target || got.Status != want.Status || got.Total != want.Total || got.Succeeded != want.Succeeded ||
 		got.Failed != want.Failed || got.Skipped != want.Skipped || got.PersistErrors != want.PersistErrors || got.Error != want.Error ||
-		got.Concurrency != want.Concurrency {
+		got.Concurrency != want.Concurrency || got.Experiment != want.Experiment || got.Variant != want.Variant ||
+		got.VariantIndex != want.VariantIndex {
 		t.Fatalf("run:\n got  %+v\n want %+v", got, want)
 	}
 	if !equalRaw(got.Config, want.Config) {

@@ -92,6 +92,9 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultTrajectoryRoundTrip", testResultTrajectoryRoundTrip},
 		{"TrajectoryInvalid", testTrajectoryInvalid},
 		{"SkipAgentData", testSkipAgentData},
+		{"ExperimentFieldsRoundTrip", testExperimentFieldsRoundTrip},
+		{"ListRunsExperiment", testListRunsExperiment},
+		{"GetExperiment", testGetExperiment},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

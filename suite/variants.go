@@ -81,30 +81,65 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 	baseRaw := p.value(s.raw, "target")
 	baseExpanded := p.value(p.root, "target")
 	first := map[string]*yaml.Node{}
-	var list []*Variant
+	// Every entry is checked before any target is built, so that the size
+	// bound is known first; the entries without problems of their own are
+	// built even when others have some, to report every problem at once.
+	type pending struct {
+		v              *Variant
+		path           string
+		over, rawEntry *yaml.Node
+	}
+	var todo []pending
 	ok := true
 	for i, e := range n.Content {
 		path := fmt.Sprintf("variants[%d]", i)
-		var rawEntry *yaml.Node
-		if rawList != nil && rawList.Kind == yaml.SequenceNode && i < len(rawList.Content) {
-			rawEntry = deref(rawList.Content[i])
-		}
 		v, entryOK := p.variant(deref(e), path, first, targetOK)
-		if !entryOK || !targetOK {
+		if !entryOK {
 			ok = false
 			continue
 		}
 		v.index = i
-		over := deref(p.value(deref(e), "target"))
-		if over == nil || len(over.Content) == 0 {
+		var rawEntry *yaml.Node
+		if rawList != nil && rawList.Kind == yaml.SequenceNode && i < len(rawList.Content) {
+			rawEntry = deref(rawList.Content[i])
+		}
+		todo = append(todo, pending{v, path, deref(p.value(deref(e), "target")), rawEntry})
+	}
+	if !targetOK {
+		return
+	}
+	// Each variant with overrides builds the whole target again: without a
+	// bound, 32 variants of a target near the node limit would take 32
+	// times what the limit allows.
+	budget := MaxNodes - countNodes(baseExpanded, MaxNodes)
+	for _, e := range todo {
+		if e.over == nil || len(e.over.Content) == 0 {
+			continue
+		}
+		budget -= countNodes(mergeMapping(baseExpanded, e.over), budget+1)
+		if budget < 0 {
+			p.ps.at(e.over, e.path+".target", "compare fewer variants, or make the target smaller: fewer tools, shorter schemas",
+				"the variants' targets hold more than %d YAML nodes together (limit %d): each variant that changes the target builds all of it again",
+				MaxNodes, MaxNodes)
+			return
+		}
+	}
+	list := make([]*Variant, 0, len(todo))
+	for _, e := range todo {
+		v := e.v
+		if e.over == nil || len(e.over.Content) == 0 {
 			// No override: the suite's own target, shared (and closed once).
-			v.target, v.TargetInfo, v.RateLimit, v.chatPlan = s.target, s.TargetInfo, s.RateLimit, s.chatPlan
+			v.target, v.TargetInfo, v.chatPlan = s.target, s.TargetInfo, s.chatPlan
+			if s.RateLimit != nil {
+				r := *s.RateLimit
+				v.RateLimit = &r
+			}
 			list = append(list, v)
 			continue
 		}
-		tpath := path + ".target"
-		merged := mergeMapping(baseExpanded, over)
-		rawMerged := mergeMapping(baseRaw, deref(p.value(rawEntry, "target")))
+		tpath := e.path + ".target"
+		merged := mergeMapping(baseExpanded, e.over)
+		rawMerged := mergeMapping(baseRaw, deref(p.value(e.rawEntry, "target")))
 		p.variantPath, p.variantPlan = tpath, nil
 		t, info, rate := p.buildTarget(merged, tpath, rawMerged)
 		p.variantPath = ""
@@ -121,6 +156,25 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 	if ok {
 		s.variants = list
 	}
+}
+
+// countNodes counts the nodes of n with aliases followed (Parse refused
+// cycles), stopping once the count exceeds limit.
+func countNodes(n *yaml.Node, limit int) int {
+	count := 0
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || count > limit {
+			return
+		}
+		count++
+		walk(n.Alias)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return count
 }
 
 // variant checks one entry of the list: its keys, its name (first maps the

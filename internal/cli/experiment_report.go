@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/evalrun/evalrun/report"
@@ -17,14 +15,9 @@ import (
 // Markdown (.md). JUnit is refused: one JUnit file for several variants
 // would be ambiguous (which variant is the test suite?), and each
 // variant's run has its own (evalrun report RUN_ID -o junit.xml). There is
-// no HTML file: the viewer (evalrun serve) shows the experiment.
+// no HTML file (reportTargets says so): the viewer (evalrun serve) shows
+// the experiment.
 func experimentTargets(format string, paths []string) (report.Format, []reportFile, error) {
-	for _, p := range paths {
-		if strings.EqualFold(filepath.Ext(p), ".html") || strings.EqualFold(filepath.Ext(p), ".htm") {
-			return "", nil, invalidf("-o %s: an experiment report is written as .json, .md or .txt; "+
-				"its HTML page is the viewer's (evalrun serve, then open the experiment)", p)
-		}
-	}
 	stdout, files, err := reportTargets(format, paths)
 	if err != nil {
 		return "", nil, err

@@ -38,6 +38,9 @@ func reportTargets(format string, paths []string) (report.Format, []reportFile, 
 		f, ok := report.FormatForPath(p)
 		switch {
 		case ok:
+		case strings.EqualFold(filepath.Ext(p), ".html"), strings.EqualFold(filepath.Ext(p), ".htm"):
+			return "", nil, invalidf("-o %s: reports are written as .json, .md, .xml (JUnit) or .txt; "+
+				"the HTML pages of runs and experiments are the viewer's (evalrun serve)", p)
 		case format != "":
 			f = stdout
 		default:
