@@ -101,7 +101,8 @@ func TestDistributedExperimentMatchesLocal(t *testing.T) {
 	}
 	for i := range d.Variants {
 		lv, dv := l.Variants[i], d.Variants[i]
-		if dv.Name != lv.Name || dv.RunID != runs[dv.Name] || dv.Status != "completed" || dv.Status != lv.Status ||
+		wantStatus := map[string]string{"good": "completed", "wrong": "completed", "broken": "failed"}[dv.Name]
+		if dv.Name != lv.Name || dv.RunID != runs[dv.Name] || dv.Status != wantStatus || dv.Status != lv.Status ||
 			dv.Total != lv.Total || dv.Succeeded != lv.Succeeded || dv.Failed != lv.Failed {
 			t.Errorf("variant %d: distributed %+v, local %+v", i, dv, lv)
 		}
@@ -113,8 +114,16 @@ func TestDistributedExperimentMatchesLocal(t *testing.T) {
 			t.Errorf("variant %s vs_baseline: distributed %s, local %s", dv.Name, dv.VsBaseline["exact_match"], lv.VsBaseline["exact_match"])
 		}
 	}
-	if len(d.Items) != 3 || len(d.Items[1].Variants) != 3 || string(d.Items[1].Variants["wrong"].Output) != `"nope"` {
-		t.Errorf("items %+v", d.Items)
+	if len(d.Items) != 3 || len(l.Items) != 3 {
+		t.Fatalf("items: distributed %d, local %d, want 3", len(d.Items), len(l.Items))
+	}
+	for i, it := range d.Items {
+		for name, dv := range it.Variants {
+			lv := l.Items[i].Variants[name]
+			if it.ID != l.Items[i].ID || string(dv.Output) != string(lv.Output) || (dv.Error == "") != (lv.Error == "") {
+				t.Errorf("item %s variant %s: distributed %s %q, local %s %q", it.ID, name, dv.Output, dv.Error, lv.Output, lv.Error)
+			}
+		}
 	}
 
 	// Every variant's run was distributed, and carries the experiment.
