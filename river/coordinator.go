@@ -116,51 +116,95 @@ func (c *Coordinator) Enqueue(ctx context.Context, spec engine.Spec) (*evalrun.R
 // EnqueueTx is [Coordinator.Enqueue] inside the caller's transaction:
 // nothing is visible to workers before the caller commits.
 func (c *Coordinator) EnqueueTx(ctx context.Context, tx pgx.Tx, spec engine.Spec) (*evalrun.Run, error) {
-	p, err := engine.NewPipeline(spec.Target, spec.Scorers, spec.Options)
+	recs, err := c.EnqueueAllTx(ctx, tx, []engine.Spec{spec})
 	if err != nil {
 		return nil, err
 	}
-	for i, it := range spec.Items {
-		if it == nil {
-			return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
-		}
+	return recs[0], nil
+}
+
+// EnqueueAll is [Coordinator.Enqueue] for several runs in one
+// transaction (the variants of an experiment): either every run exists
+// with every job, or nothing was written. It returns the stored records
+// in the order of specs.
+func (c *Coordinator) EnqueueAll(ctx context.Context, specs []engine.Spec) ([]*evalrun.Run, error) {
+	tx, err := c.store.Pool().Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: begin: %w", err)
 	}
-	repeat := max(spec.Options.Repeat, 1)
-	rec := spec.Run
-	if rec == nil {
-		rec = &evalrun.Run{}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	recs, err := c.EnqueueAllTx(ctx, tx, specs)
+	if err != nil {
+		return nil, err
 	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("enqueue %d runs: commit: %w", len(recs), err)
+	}
+	return recs, nil
+}
+
+// EnqueueAllTx is [Coordinator.EnqueueAll] inside the caller's
+// transaction. The jobs of the runs are interleaved (item 0 of every run,
+// then item 1…): workers take jobs in insertion order, so all the runs
+// progress together instead of one after the other.
+func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engine.Spec) ([]*evalrun.Run, error) {
+	recs := make([]*evalrun.Run, len(specs))
+	repeats := make([]int, len(specs))
+	longest := 0
 	now := c.opts.Clock.Now()
-	if rec.ID == "" {
-		rec.ID = evalrun.NewRunID(now)
-	}
-	rec.Scorers = p.ScorerInfos()
-	rec.Status = evalrun.RunRunning
-	rec.Total = len(spec.Items) * repeat
-	rec.Succeeded, rec.Failed, rec.Skipped, rec.PersistErrors = 0, 0, rec.Total, 0
-	rec.Error = ""
-	rec.CreatedAt, rec.StartedAt, rec.CompletedAt = now, now, time.Time{}
-	if err := c.store.CreateRunTx(ctx, tx, rec); err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+	for k, spec := range specs {
+		p, err := engine.NewPipeline(spec.Target, spec.Scorers, spec.Options)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range spec.Items {
+			if it == nil {
+				return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
+			}
+		}
+		repeat := max(spec.Options.Repeat, 1)
+		rec := spec.Run
+		if rec == nil {
+			rec = &evalrun.Run{}
+		}
+		if rec.ID == "" {
+			rec.ID = evalrun.NewRunID(now)
+		}
+		rec.Scorers = p.ScorerInfos()
+		rec.Status = evalrun.RunRunning
+		rec.Total = len(spec.Items) * repeat
+		rec.Succeeded, rec.Failed, rec.Skipped, rec.PersistErrors = 0, 0, rec.Total, 0
+		rec.Error = ""
+		rec.CreatedAt, rec.StartedAt, rec.CompletedAt = now, now, time.Time{}
+		if err := c.store.CreateRunTx(ctx, tx, rec); err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		recs[k], repeats[k] = rec, repeat
+		longest = max(longest, len(spec.Items))
 	}
 	opts := &river.InsertOpts{Queue: c.opts.Queue}
-	batch := make([]river.InsertManyParams, 0, min(rec.Total, insertBatch))
+	batch := make([]river.InsertManyParams, 0, insertBatch)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		if _, err := c.client.InsertManyFastTx(ctx, tx, batch); err != nil {
-			return fmt.Errorf("enqueue run %s: insert jobs: %w", rec.ID, err)
+			return fmt.Errorf("enqueue run %s: insert jobs: %w", recs[0].ID, err)
 		}
 		batch = batch[:0]
 		return nil
 	}
-	for i := range spec.Items {
-		for r := range repeat {
-			batch = append(batch, river.InsertManyParams{Args: ItemArgs{RunID: rec.ID, Index: i, Repeat: r}, InsertOpts: opts})
-			if len(batch) == insertBatch {
-				if err := flush(); err != nil {
-					return nil, err
+	for i := range longest {
+		for k, spec := range specs {
+			if i >= len(spec.Items) {
+				continue
+			}
+			for r := range repeats[k] {
+				batch = append(batch, river.InsertManyParams{Args: ItemArgs{RunID: recs[k].ID, Index: i, Repeat: r}, InsertOpts: opts})
+				if len(batch) == insertBatch {
+					if err := flush(); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -168,7 +212,7 @@ func (c *Coordinator) EnqueueTx(ctx context.Context, tx pgx.Tx, spec engine.Spec
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return recs, nil
 }
 
 // WaitOptions configure [Coordinator.Wait]. The zero value is valid.
@@ -200,19 +244,23 @@ type WaitOptions struct {
 // An error means the run could not be read or finalized; it can be waited
 // for again.
 func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*evalrun.Summary, error) {
-	rec, err := c.store.GetRun(ctx, runID)
+	// The first look at the run is not cancelled with ctx: a ctx that
+	// ended before Wait was called (a Ctrl-C while an experiment starts
+	// its variants' waits) must cancel the run below, not fail here.
+	first := context.WithoutCancel(ctx)
+	rec, err := c.store.GetRun(first, runID)
 	if err != nil {
 		return nil, err
 	}
 	if !rec.CompletedAt.IsZero() {
-		return c.summary(ctx, rec, wo)
+		return c.summary(first, rec, wo)
 	}
 	if rec.Status == evalrun.RunPending || rec.Status == evalrun.RunRunning {
-		ok, failed, err := c.store.CountResults(ctx, runID)
+		ok, failed, err := c.store.CountResults(first, runID)
 		if err != nil {
 			return nil, err
 		}
-		live, err := c.jobsLeft(ctx, runID, liveStates...)
+		live, err := c.jobsLeft(first, runID, liveStates...)
 		if err != nil {
 			return nil, err
 		}

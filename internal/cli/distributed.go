@@ -45,11 +45,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	if p.experiment != nil {
 		// prepareRun refused it unless distributedVariants is set.
 		defer p.experiment.close()
-		exec, err := distributedVariants(st, cmd, pg)
-		if err != nil {
-			return err
-		}
-		return st.runExperiment(cmd, pg, p, f, exec)
+		return st.runExperimentDistributed(cmd, pg, p, f)
 	}
 	coord, err := river.NewCoordinator(ctx, pg, river.CoordinatorOptions{})
 	if err != nil {
