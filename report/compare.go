@@ -629,8 +629,20 @@ func resamplesFor(want, n int) int {
 // diffs at level 1−alpha: resamples means of n draws with replacement,
 // from a PCG seeded with (seed, seed), then the alpha/2 and 1−alpha/2
 // percentiles of those means (linear interpolation between closest ranks).
+//
+// When every difference is the same (all pairs agree, as they often do
+// between similar variants), every resample's mean is the same sum of
+// those n values in the same order: that one mean is returned without
+// resampling, bit for bit what resampling would give.
 func bootstrapCI(diffs []float64, resamples int, seed uint64, alpha float64) (lo, hi float64) {
 	n := len(diffs)
+	if n > 0 && !slices.ContainsFunc(diffs, func(d float64) bool { return d != diffs[0] }) {
+		var s float64
+		for range n {
+			s += diffs[0]
+		}
+		return s / float64(n), s / float64(n)
+	}
 	rng := rand.New(rand.NewPCG(seed, seed))
 	means := make([]float64, resamples)
 	for r := range means {

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/evalrun/evalrun"
 )
@@ -100,9 +102,19 @@ func (b *experimentBuilder) build() *Experiment {
 	if e.Experiment.Name == "" {
 		e.Experiment.Name = base.Name
 	}
+	// Each variant's comparison with the baseline (a bootstrap per scorer)
+	// is independent of the others' and reads only the builder: they run
+	// at once, which is most of an experiment report's time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	for i, rep := range b.reports {
-		e.Variants[i] = b.variant(i, rep)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			e.Variants[i] = b.variant(i, rep)
+		})
 	}
+	wg.Wait()
 	e.Items = b.itemRows()
 	return e
 }
