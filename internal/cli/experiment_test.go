@@ -532,6 +532,8 @@ func TestExperimentCancelOneVariant(t *testing.T) {
 	}()
 	select {
 	case <-heldB:
+	case o := <-done:
+		t.Fatalf("the experiment ended (exit %d) before variant b was held\n%s", o.code, o.stderr)
 	case <-time.After(30 * time.Second):
 		t.Fatal("variant b never reached its held item")
 	}
@@ -658,7 +660,6 @@ func TestExperimentVariantSelection(t *testing.T) {
 		{[]string{suite, "--format", "junit"}, "--format junit: JUnit has no form for an experiment"},
 		{[]string{suite, "-o", filepath.Join(b.dir, "x.html")}, "evalrun serve"},
 		{[]string{suite, "--outputs", filepath.Join(b.dir, "o.jsonl")}, "--outputs cannot be used with a suite with variants"},
-		{[]string{suite, "--distributed", "--dry-run"}, "--distributed cannot run a suite with variants"},
 		{[]string{"--resume", "exp-20990101T000000-00000000"}, "experiment exp-20990101T000000-00000000 not found"},
 	} {
 		code, _, stderr := b.run(append([]string{"run", "-q"}, tc.args...)...)
