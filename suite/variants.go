@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,8 +24,9 @@ const MaxVariantName = 64
 // Variant is one entry of the suite's `variants` list, its target built
 // from `target` with the variant's keys merged over it.
 type Variant struct {
-	// Name is the variant's name: unique in the suite, 1 to
-	// [MaxVariantName] letters, digits, '.', '_' and '-'.
+	// Name is the variant's name: unique in the suite (ignoring case), 1
+	// to [MaxVariantName] letters, digits, '.', '_' and '-', beginning
+	// with a letter or digit.
 	Name string
 	// TargetInfo is the variant's target's kind and name.
 	TargetInfo evalrun.TargetInfo
@@ -43,11 +45,22 @@ type Variant struct {
 
 var (
 	variantKeys = []string{"name", "target"}
-	variantName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	// A name starts with a letter or digit: "-x" reads as a flag, "." and
+	// ".." as directories.
+	variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // variantsExample is the hint for a variants list of the wrong shape.
 const variantsExample = "e.g. variants: [{name: mini}, {name: big, target: {model: gpt-4o}}]"
+
+// quoteName quotes a variant name for a message, cut when it is far longer
+// than a name may be (it may come from a hostile file or stored config).
+func quoteName(name string) string {
+	if len(name) <= 2*MaxVariantName {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(name[:MaxVariantName]), len(name))
+}
 
 // deref returns the node an alias names (n itself otherwise).
 func deref(n *yaml.Node) *yaml.Node {
@@ -81,30 +94,65 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 	baseRaw := p.value(s.raw, "target")
 	baseExpanded := p.value(p.root, "target")
 	first := map[string]*yaml.Node{}
-	var list []*Variant
+	// Every entry is checked before any target is built, so that the size
+	// bound is known first; the entries without problems of their own are
+	// built even when others have some, to report every problem at once.
+	type pending struct {
+		v              *Variant
+		path           string
+		over, rawEntry *yaml.Node
+	}
+	var todo []pending
 	ok := true
 	for i, e := range n.Content {
 		path := fmt.Sprintf("variants[%d]", i)
-		var rawEntry *yaml.Node
-		if rawList != nil && rawList.Kind == yaml.SequenceNode && i < len(rawList.Content) {
-			rawEntry = deref(rawList.Content[i])
-		}
 		v, entryOK := p.variant(deref(e), path, first, targetOK)
-		if !entryOK || !targetOK {
+		if !entryOK {
 			ok = false
 			continue
 		}
 		v.index = i
-		over := deref(p.value(deref(e), "target"))
-		if over == nil || len(over.Content) == 0 {
+		var rawEntry *yaml.Node
+		if rawList != nil && rawList.Kind == yaml.SequenceNode && i < len(rawList.Content) {
+			rawEntry = deref(rawList.Content[i])
+		}
+		todo = append(todo, pending{v, path, deref(p.value(deref(e), "target")), rawEntry})
+	}
+	if !targetOK {
+		return
+	}
+	// Each variant with overrides builds the whole target again: without a
+	// bound, 32 variants of a target near the node limit would take 32
+	// times what the limit allows.
+	budget := MaxNodes - countNodes(baseExpanded, MaxNodes)
+	for _, e := range todo {
+		if e.over == nil || len(e.over.Content) == 0 {
+			continue
+		}
+		budget -= countNodes(mergeMapping(baseExpanded, e.over), budget+1)
+		if budget < 0 {
+			p.ps.at(e.over, e.path+".target", "compare fewer variants, or make the target smaller: fewer tools, shorter schemas",
+				"the variants' targets hold more than %d YAML nodes together (limit %d): each variant that changes the target builds all of it again",
+				MaxNodes, MaxNodes)
+			return
+		}
+	}
+	list := make([]*Variant, 0, len(todo))
+	for _, e := range todo {
+		v := e.v
+		if e.over == nil || len(e.over.Content) == 0 {
 			// No override: the suite's own target, shared (and closed once).
-			v.target, v.TargetInfo, v.RateLimit, v.chatPlan = s.target, s.TargetInfo, s.RateLimit, s.chatPlan
+			v.target, v.TargetInfo, v.chatPlan = s.target, s.TargetInfo, s.chatPlan
+			if s.RateLimit != nil {
+				r := *s.RateLimit
+				v.RateLimit = &r
+			}
 			list = append(list, v)
 			continue
 		}
-		tpath := path + ".target"
-		merged := mergeMapping(baseExpanded, over)
-		rawMerged := mergeMapping(baseRaw, deref(p.value(rawEntry, "target")))
+		tpath := e.path + ".target"
+		merged := mergeMapping(baseExpanded, e.over)
+		rawMerged := mergeMapping(baseRaw, deref(p.value(e.rawEntry, "target")))
 		p.variantPath, p.variantPlan = tpath, nil
 		t, info, rate := p.buildTarget(merged, tpath, rawMerged)
 		p.variantPath = ""
@@ -121,6 +169,25 @@ func (p *parser) variants(n *yaml.Node, targetOK bool) {
 	if ok {
 		s.variants = list
 	}
+}
+
+// countNodes counts the nodes of n with aliases followed (Parse refused
+// cycles), stopping once the count exceeds limit.
+func countNodes(n *yaml.Node, limit int) int {
+	count := 0
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || count > limit {
+			return
+		}
+		count++
+		walk(n.Alias)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return count
 }
 
 // variant checks one entry of the list: its keys, its name (first maps the
@@ -165,14 +232,21 @@ func (p *parser) variantName(n *yaml.Node, path string, first map[string]*yaml.N
 		return ""
 	case !variantName.MatchString(name):
 		p.ps.at(n, path, "the name is used in --variant flags, file names, URLs and report keys",
-			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-'", p.describe(n), MaxVariantName)
+			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-', beginning with a letter or digit", quoteName(name), MaxVariantName)
 		return ""
 	}
-	if f, dup := first[name]; dup {
-		p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+	// Names that differ only in case would be one file on macOS and
+	// Windows.
+	if f, dup := first[strings.ToLower(name)]; dup {
+		if f.Value == name {
+			p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+		} else {
+			p.ps.at(n, path, "give each variant its own name; names differing only in case would share a file name",
+				"duplicate variant name %q: %q is already used on line %d", name, f.Value, f.Line)
+		}
 		return ""
 	}
-	first[name] = n
+	first[strings.ToLower(name)] = n
 	return name
 }
 
@@ -252,8 +326,8 @@ func (s *Suite) VariantName() string { return s.variant }
 // this view (resume and distributed workers use that). The view shares
 // its scorers and closers with s: close s, not the view (closing the view
 // does nothing). Overrides applied to s before ForVariant apply to the
-// view; apply them before making views. The view has its own copy of the
-// stored document and its own Execution and Selection.
+// view; apply them before making views. Overrides applied to the view
+// (its own Execution, Selection and stored document) are not s's.
 //
 // An unknown name is an error wrapping [evalrun.ErrInvalid] that lists the
 // variants. ForVariant on a view accepts its own name only.
@@ -262,10 +336,10 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if name == s.variant {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %q", evalrun.ErrInvalid, s.File, s.variant, name)
+		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %s", evalrun.ErrInvalid, s.File, s.variant, quoteName(name))
 	}
 	if len(s.variants) == 0 {
-		return nil, fmt.Errorf("%w: suite %s has no variant %q: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, name)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, quoteName(name))
 	}
 	names := make([]string, len(s.variants))
 	var v *Variant
@@ -280,7 +354,7 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if dym := didYouMean(name, names); dym != "" {
 			hint = dym + " " + hint
 		}
-		return nil, fmt.Errorf("%w: suite %s has no variant %q (%s)", evalrun.ErrInvalid, s.File, name, hint)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s (%s)", evalrun.ErrInvalid, s.File, quoteName(name), hint)
 	}
 	view := *s
 	view.variant, view.variantIndex, view.variants, view.closers = v.Name, v.index, nil, nil
@@ -292,7 +366,6 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		view.RateLimit = &r
 	}
 	view.Selection.Tags = slices.Clone(s.Selection.Tags)
-	view.raw = cloneNode(s.raw, map[*yaml.Node]*yaml.Node{})
 	return &view, nil
 }
 
@@ -319,25 +392,4 @@ func rawVariantTarget(root *yaml.Node, i int) *yaml.Node {
 		return nil
 	}
 	return deref(findValue(e, "target"))
-}
-
-// cloneNode returns a deep copy of n; memo keeps the copy of a node
-// reached twice (through aliases) one node.
-func cloneNode(n *yaml.Node, memo map[*yaml.Node]*yaml.Node) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	if c, ok := memo[n]; ok {
-		return c
-	}
-	c := *n
-	memo[n] = &c
-	if n.Content != nil {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, e := range n.Content {
-			c.Content[i] = cloneNode(e, memo)
-		}
-	}
-	c.Alias = cloneNode(n.Alias, memo)
-	return &c
 }

@@ -3,6 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +23,7 @@ func newRunsCmd(st *State) *cobra.Command {
 		Short: "List, show and cancel runs",
 		Example: `  evalrun runs list
   evalrun runs list --json --dataset support
+  evalrun runs list --experiment EXPERIMENT_ID
   evalrun runs show RUN_ID
   evalrun runs cancel RUN_ID`,
 	}
@@ -32,10 +37,13 @@ func newRunsListCmd(st *State) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
-		Long: `List runs, newest first. --json prints an array of run records (id, name, status,
-dataset, dataset_version, target, scorers, counts, created_at, started_at,
-completed_at); the stored config is left out (evalrun runs show has it).`,
-		Example: "  evalrun runs list\n  evalrun runs list --json --limit 10",
+		Long: `List runs, newest first. The runs of an experiment (a suite with variants) show
+its id and their variant's name; --experiment ID lists only that experiment's.
+--json prints an array of run records (id, name, status, dataset,
+dataset_version, target, scorers, counts, created_at, started_at, completed_at,
+and for a run of an experiment experiment, variant and variant_index); the
+stored config is left out (evalrun runs show has it).`,
+		Example: "  evalrun runs list\n  evalrun runs list --json --limit 10\n  evalrun runs list --experiment exp-20261122T101500-3f9a1c2b",
 		Args:    args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.Limit < 0 { // the stores read a negative limit as none
@@ -46,22 +54,65 @@ completed_at); the stored config is left out (evalrun runs show has it).`,
 				if err != nil {
 					return err
 				}
-				withoutConfig := func(r *evalrun.Run) *evalrun.Run {
+				withoutConfig := func(r *evalrun.Run) runJSON {
 					r.Config = nil
-					return r
+					return jsonOfRun(r)
 				}
-				return printList(st.Stdout, asJSON, runs, withoutConfig, "ID\tNAME\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED",
+				// The experiment columns only when a listed run has one:
+				// most lists hold runs on their own only.
+				inExperiment := slices.ContainsFunc(runs, func(r *evalrun.Run) bool { return r.Experiment != "" })
+				header := "ID\tNAME\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED"
+				if inExperiment {
+					header = "ID\tNAME\tEXPERIMENT\tVARIANT\tSTATUS\tDATASET\tITEMS\tOK\tFAILED\tSKIPPED\tCREATED"
+				}
+				return printList(st.Stdout, asJSON, runs, withoutConfig, header,
 					func(r *evalrun.Run) string {
-						return fmt.Sprintf("%s\t%s\t%s\t%s v%d\t%d\t%d\t%d\t%d\t%s", r.ID, clip(r.Name, 30), r.Status,
-							r.Dataset, r.DatasetVersion, r.Total, r.Succeeded, r.Failed, r.Skipped, timeText(r.CreatedAt))
+						exp := ""
+						if inExperiment {
+							exp = "\t—\t—"
+							if r.Experiment != "" {
+								exp = "\t" + cellText(r.Experiment, 40) + "\t" + cellText(r.Variant, 24)
+							}
+						}
+						return fmt.Sprintf("%s\t%s%s\t%s\t%s v%d\t%d\t%d\t%d\t%d\t%s", cellText(r.ID, 40), cellText(r.Name, 30), exp,
+							r.Status, cellText(r.Dataset, 30), r.DatasetVersion, r.Total, r.Succeeded, r.Failed, r.Skipped, timeText(r.CreatedAt))
 					})
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&f.Dataset, "dataset", "", "only runs of this dataset")
+	cmd.Flags().StringVar(&f.Experiment, "experiment", "", "only the runs (variants) of this experiment")
 	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most N runs")
 	return cmd
+}
+
+// runJSON is a run record as runs list and runs show print it: a run of
+// an experiment always has variant_index, the baseline's 0 included (the
+// record's own tag leaves a 0 out).
+type runJSON struct {
+	*evalrun.Run
+	VariantIndex *int `json:"variant_index,omitempty"`
+}
+
+func jsonOfRun(r *evalrun.Run) runJSON {
+	j := runJSON{Run: r}
+	if r.Experiment != "" {
+		j.VariantIndex = &r.VariantIndex
+	}
+	return j
+}
+
+// cellText is s as a table shows it: on one line, cut to n runes, with
+// control characters (a terminal's escape sequences, from a hostile suite
+// or dataset name) and invalid UTF-8 shown as U+FFFD.
+func cellText(s string, n int) string {
+	return clip(strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || (unicode.IsControl(r) && !unicode.IsSpace(r)) {
+			return utf8.RuneError
+		}
+		return r
+	}, s), n)
 }
 
 func newRunsShowCmd(st *State) *cobra.Command {
@@ -78,12 +129,20 @@ func newRunsShowCmd(st *State) *cobra.Command {
 					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 				}
 				if asJSON {
-					return writeJSON(st.Stdout, r)
+					return writeJSON(st.Stdout, jsonOfRun(r))
 				}
 				tw := newTable(st.Stdout, "")
 				row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 				row("id", r.ID)
-				row("name", r.Name)
+				row("name", cellText(r.Name, 200))
+				if r.Experiment != "" {
+					row("experiment", cellText(r.Experiment, 200)+" (evalrun report --experiment "+cellText(r.Experiment, 200)+")")
+					role := ""
+					if r.VariantIndex == 0 {
+						role = ", the baseline"
+					}
+					row("variant", fmt.Sprintf("%s (index %d%s)", cellText(r.Variant, 200), r.VariantIndex, role))
+				}
 				row("status", r.Status)
 				row("dataset", fmt.Sprintf("%s v%d", r.Dataset, r.DatasetVersion))
 				row("target", fmt.Sprintf("%s (%s)", r.Target.Kind, r.Target.Name))
