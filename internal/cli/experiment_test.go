@@ -390,9 +390,10 @@ func TestExperimentVariantsRunConcurrently(t *testing.T) {
 }
 
 // Ctrl-C while every variant is mid-run: exit 130, a partial experiment
-// report, the resume command of the experiment; the resume runs each
-// variant's missing items exactly once, concurrently, and writes the full
-// experiment report.
+// report, the resume command of the experiment. --resume RUN_ID of one
+// variant's run finishes that run alone; --resume EXP_ID then keeps it and
+// runs the other variants' missing items; every item of every variant is
+// answered exactly once, and the full experiment report is written.
 func TestExperimentInterruptThenResume(t *testing.T) {
 	const n = 5
 	b := setup(t)
@@ -456,18 +457,31 @@ func TestExperimentInterruptThenResume(t *testing.T) {
 	}
 
 	srv.setHook(nil)
+	// One variant's run resumes alone, as any run: its own report.
+	code, one, stderr := b.run("run", "--resume", runs["a"], "-q", "--format", "json")
+	if code != 0 || !strings.HasPrefix(stderr, "run "+runs["a"]+" resumed: ") ||
+		!strings.Contains(stderr, ", variant a of experiment "+expID+"\n") {
+		t.Fatalf("resume of variant a's run: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(one, `"id": "`+runs["a"]+`"`) || !strings.Contains(one, `"succeeded": 5`) {
+		t.Errorf("resume of variant a's run: its report is not the run's:\n%s", one)
+	}
 	full := filepath.Join(b.dir, "full.json")
-	code, _, stderr := b.run("run", "--resume", expID, "-q", "-o", full)
+	code, _, stderr = b.run("run", "--resume", expID, "-q", "-o", full)
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
-	if !strings.HasPrefix(stderr, "experiment "+expID+" resumed: ") {
+	if !strings.HasPrefix(stderr, "experiment "+expID+" resumed: suite exp-test, dataset d v1, 5 items, variants b, c\n") {
 		t.Errorf("resume's first line:\n%s", stderr)
 	}
-	for _, v := range names {
+	for _, v := range []string{"b", "c"} {
 		if !strings.Contains(stderr, "run "+runs[v]+" variant "+v+" resumed: ") {
 			t.Errorf("resume lacks the line of variant %s:\n%s", v, stderr)
 		}
+	}
+	if !strings.Contains(stderr, "run "+runs["a"]+" variant a: already completed, kept as it is") ||
+		!strings.Contains(stderr, "baseline: a") {
+		t.Errorf("resume does not keep the finished variant a as the baseline:\n%s", stderr)
 	}
 	rep, _ = readExpReport(t, full)
 	if len(rep.Variants) != 3 || len(rep.Items) != n {
@@ -532,6 +546,8 @@ func TestExperimentCancelOneVariant(t *testing.T) {
 	}()
 	select {
 	case <-heldB:
+	case o := <-done:
+		t.Fatalf("the experiment ended (exit %d) before variant b was held\n%s", o.code, o.stderr)
 	case <-time.After(30 * time.Second):
 		t.Fatal("variant b never reached its held item")
 	}
@@ -658,7 +674,6 @@ func TestExperimentVariantSelection(t *testing.T) {
 		{[]string{suite, "--format", "junit"}, "--format junit: JUnit has no form for an experiment"},
 		{[]string{suite, "-o", filepath.Join(b.dir, "x.html")}, "evalrun serve"},
 		{[]string{suite, "--outputs", filepath.Join(b.dir, "o.jsonl")}, "--outputs cannot be used with a suite with variants"},
-		{[]string{suite, "--distributed", "--dry-run"}, "--distributed cannot run a suite with variants"},
 		{[]string{"--resume", "exp-20990101T000000-00000000"}, "experiment exp-20990101T000000-00000000 not found"},
 	} {
 		code, _, stderr := b.run(append([]string{"run", "-q"}, tc.args...)...)
