@@ -153,17 +153,29 @@ func (a *adaptiveLimit) current() int {
 	return a.limit
 }
 
-// settled returns the cap under which most calls started.
+// settled returns the median cap over the attempts: half of them started
+// under this cap or a lower one. Not the most frequent cap: after a cut the
+// additive increase spreads the attempts over adjacent caps (10, 11, 12…),
+// so the configured concurrency, under which the whole first burst
+// started, was often the most frequent though the run spent little time
+// there (a 120-item run cut from 20 reported 20).
 func (a *adaptiveLimit) settled() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	best := a.limit
+	var total int64
+	for _, n := range a.atLimit {
+		total += n
+	}
+	if total == 0 {
+		return a.limit
+	}
+	var seen int64
 	for l, n := range a.atLimit {
-		if n > a.atLimit[best] {
-			best = l
+		if seen += n; 2*seen >= total {
+			return l
 		}
 	}
-	return best
+	return a.limit // not reached: seen ends at total
 }
 
 func rateLimited(err error) bool {

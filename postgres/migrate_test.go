@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/evalrun/evalrun"
@@ -153,4 +155,68 @@ func TestMigrateFromVersion5(t *testing.T) {
 		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
 	}
 	storetest.MigratedExperimentFields(t, s, "old")
+}
+
+// TestListRunsExperimentIndex checks that ListRuns of one experiment reads
+// the partial index runs_experiment, and that of every experiment's runs
+// runs_in_experiment, in the generic plan a prepared statement may get
+// (made without the parameters' values): the query states the indexes'
+// condition. Sequential scans are turned off, as the planner would pick
+// one on a table this small.
+func TestListRunsExperimentIndex(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for f, index := range map[evalrun.RunFilter]string{
+		{Experiment: "exp-a"}:                          "runs_experiment",
+		{Experiment: "exp-a", Limit: 3, Dataset: "qa"}: "runs_experiment",
+		{InExperiment: true}:                           "runs_in_experiment",
+		{InExperiment: true, Limit: 5}:                 "runs_in_experiment",
+	} {
+		query, args := listRunsQuery(f)
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := ""
+		for _, q := range []string{`DEALLOCATE ALL`, `SET LOCAL enable_seqscan = off`, `SET LOCAL plan_cache_mode = force_generic_plan`,
+			`PREPARE list_runs AS ` + query} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				tx.Rollback(ctx)
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		params := make([]string, len(args))
+		for i, a := range args {
+			params[i] = fmt.Sprintf("'%v'", a)
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN EXECUTE list_runs`+paramList(params))
+		if err != nil {
+			tx.Rollback(ctx)
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan += line + "\n"
+		}
+		rows.Close()
+		tx.Rollback(ctx)
+		if !strings.Contains(plan, " "+index+" ") { // "Index Scan using X", "Bitmap Index Scan on X"
+			t.Errorf("generic plan of ListRuns(%+v) does not use %s:\n%s", f, index, plan)
+		}
+	}
+}
+
+func paramList(params []string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(params, ", ") + ")"
 }

@@ -175,33 +175,9 @@ func getRun(ctx context.Context, q querier, id string) (*evalrun.Run, error) {
 }
 
 // ListRuns implements [evalrun.RunStore]: newest first (by creation time,
-// then id). The WHERE clause holds only the filter's conditions, so that a
-// generic plan (made without the parameters' values) uses runs_dataset or
-// runs_experiment too.
+// then id).
 func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.Run, error) {
-	where, args := []string{}, []any{}
-	if f.Dataset != "" {
-		args = append(args, f.Dataset)
-		where = append(where, fmt.Sprintf("dataset = $%d", len(args)))
-	}
-	if f.Experiment != "" {
-		args = append(args, pgText(f.Experiment))
-		where = append(where, fmt.Sprintf("experiment_id = $%d", len(args)))
-	}
-	if f.Experiment != "" || f.InExperiment {
-		// Literal, as the partial index's condition is: the planner then
-		// knows runs_experiment applies.
-		where = append(where, "experiment_id <> ''")
-	}
-	query := `SELECT ` + runColumns + ` FROM runs`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY created_at DESC, id COLLATE "C" DESC`
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		query += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
+	query, args := listRunsQuery(f)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -219,4 +195,34 @@ func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.R
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
+}
+
+// listRunsQuery returns ListRuns' statement. Its WHERE clause holds only
+// the filter's conditions, so that a generic plan (made without the
+// parameters' values) uses runs_dataset or the experiment indexes too.
+func listRunsQuery(f evalrun.RunFilter) (string, []any) {
+	where, args := []string{}, []any{}
+	if f.Dataset != "" {
+		args = append(args, f.Dataset)
+		where = append(where, fmt.Sprintf("dataset = $%d", len(args)))
+	}
+	if f.Experiment != "" {
+		args = append(args, pgText(f.Experiment))
+		where = append(where, fmt.Sprintf("experiment_id = $%d", len(args)))
+	}
+	if f.Experiment != "" || f.InExperiment {
+		// Literal, as the partial indexes' condition is: the planner then
+		// knows they apply.
+		where = append(where, "experiment_id <> ''")
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY created_at DESC, id COLLATE "C" DESC`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		query += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	return query, args
 }

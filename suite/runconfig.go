@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,48 +183,102 @@ func (s *Suite) Apply(o Overrides) error {
 }
 
 // setRaw sets section.key to a scalar in the stored (unexpanded) document,
-// adding the section or key when missing.
+// adding the section or key when missing. The document is not changed in
+// place: the nodes on the way are copied (a variant's view shares the
+// document with its suite, and overrides applied to one are not the
+// other's).
 func (s *Suite) setRaw(section, key, value, tag string) {
 	if s.raw == nil || s.raw.Kind != yaml.MappingNode {
 		return
 	}
-	sec := findValue(s.raw, section)
-	if sec == nil || sec.Kind != yaml.MappingNode {
-		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		s.raw.Content = append(s.raw.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, sec)
-	}
+	root := copyMapping(s.raw)
 	val := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
-	for i := 0; i+1 < len(sec.Content); i += 2 {
-		if sec.Content[i].Value == key {
-			sec.Content[i+1] = val
-			return
+	i := keyAt(root, section)
+	var sec *yaml.Node
+	switch {
+	case i < 0:
+		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: section}, sec)
+	case deref(root.Content[i+1]).Kind == yaml.MappingNode:
+		sec = copyMapping(deref(root.Content[i+1]))
+		root.Content[i+1] = sec
+	default: // an empty section (execution: with nothing)
+		sec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		root.Content[i+1] = sec
+	}
+	if j := keyAt(sec, key); j >= 0 {
+		sec.Content[j+1] = val
+	} else {
+		sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+	}
+	s.raw = root
+}
+
+// copyMapping returns a copy of mapping n whose Content can be changed
+// without changing n's.
+func copyMapping(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = slices.Clone(n.Content)
+	return &c
+}
+
+// keyAt returns the index of key's key node in mapping n, or -1.
+func keyAt(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return i
 		}
 	}
-	sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+	return -1
 }
 
 // setVariantRates sets every variant's rate limit to r, and the
-// rate_limit of every variant that overrides it in the stored document,
-// so a run rebuilt from its config (FromRunConfig) has the same rate.
+// rate_limit of every variant that overrides it in the stored document
+// (copying the nodes on the way, as setRaw does), so a run rebuilt from
+// its config (FromRunConfig) has the same rate.
 func (s *Suite) setVariantRates(r target.Rate) {
 	for _, v := range s.variants {
 		rr := r
 		v.RateLimit = &rr
 	}
-	list := deref(findValue(s.raw, "variants"))
-	if list == nil || list.Kind != yaml.SequenceNode {
+	if s.raw == nil || s.raw.Kind != yaml.MappingNode {
 		return
 	}
-	for i := range list.Content {
-		over := rawVariantTarget(s.raw, i)
-		if over == nil || over.Kind != yaml.MappingNode {
+	li := keyAt(s.raw, "variants")
+	if li < 0 || deref(s.raw.Content[li+1]).Kind != yaml.SequenceNode {
+		return
+	}
+	list := deref(s.raw.Content[li+1])
+	var newList *yaml.Node
+	for i, e := range list.Content {
+		e = deref(e)
+		if e.Kind != yaml.MappingNode {
 			continue
 		}
-		for j := 0; j+1 < len(over.Content); j += 2 {
-			if over.Content[j].Value == "rate_limit" {
-				over.Content[j+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r.String()}
-			}
+		ti := keyAt(e, "target")
+		if ti < 0 || deref(e.Content[ti+1]).Kind != yaml.MappingNode {
+			continue
 		}
+		over := deref(e.Content[ti+1])
+		ri := keyAt(over, "rate_limit")
+		if ri < 0 {
+			continue
+		}
+		over = copyMapping(over)
+		over.Content[ri+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r.String()}
+		e = copyMapping(e)
+		e.Content[ti+1] = over
+		if newList == nil {
+			c := *list
+			c.Content = slices.Clone(list.Content)
+			newList = &c
+		}
+		newList.Content[i] = e
+	}
+	if newList != nil {
+		root := copyMapping(s.raw)
+		root.Content[li+1] = newList
+		s.raw = root
 	}
 }
 
@@ -447,4 +502,15 @@ func SelectionOf(raw json.RawMessage) (Selection, error) {
 		return Selection{}, fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
 	}
 	return rc.Selection, nil
+}
+
+// VariantOf returns the variant name stored in a run config (see
+// [Suite.RunConfig]) without building the suite; "" for a run of a suite
+// without variants.
+func VariantOf(raw json.RawMessage) (string, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat {
+		return "", fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
+	}
+	return rc.Variant, nil
 }

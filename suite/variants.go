@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,8 +24,9 @@ const MaxVariantName = 64
 // Variant is one entry of the suite's `variants` list, its target built
 // from `target` with the variant's keys merged over it.
 type Variant struct {
-	// Name is the variant's name: unique in the suite, 1 to
-	// [MaxVariantName] letters, digits, '.', '_' and '-'.
+	// Name is the variant's name: unique in the suite (ignoring case), 1
+	// to [MaxVariantName] letters, digits, '.', '_' and '-', beginning
+	// with a letter or digit.
 	Name string
 	// TargetInfo is the variant's target's kind and name.
 	TargetInfo evalrun.TargetInfo
@@ -43,11 +45,22 @@ type Variant struct {
 
 var (
 	variantKeys = []string{"name", "target"}
-	variantName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	// A name starts with a letter or digit: "-x" reads as a flag, "." and
+	// ".." as directories.
+	variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // variantsExample is the hint for a variants list of the wrong shape.
 const variantsExample = "e.g. variants: [{name: mini}, {name: big, target: {model: gpt-4o}}]"
+
+// quoteName quotes a variant name for a message, cut when it is far longer
+// than a name may be (it may come from a hostile file or stored config).
+func quoteName(name string) string {
+	if len(name) <= 2*MaxVariantName {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(name[:MaxVariantName]), len(name))
+}
 
 // deref returns the node an alias names (n itself otherwise).
 func deref(n *yaml.Node) *yaml.Node {
@@ -219,14 +232,21 @@ func (p *parser) variantName(n *yaml.Node, path string, first map[string]*yaml.N
 		return ""
 	case !variantName.MatchString(name):
 		p.ps.at(n, path, "the name is used in --variant flags, file names, URLs and report keys",
-			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-'", p.describe(n), MaxVariantName)
+			"invalid variant name %s: use 1 to %d letters, digits, '.', '_' or '-', beginning with a letter or digit", quoteName(name), MaxVariantName)
 		return ""
 	}
-	if f, dup := first[name]; dup {
-		p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+	// Names that differ only in case would be one file on macOS and
+	// Windows.
+	if f, dup := first[strings.ToLower(name)]; dup {
+		if f.Value == name {
+			p.ps.at(n, path, "give each variant its own name", "duplicate variant name %q: already used on line %d", name, f.Line)
+		} else {
+			p.ps.at(n, path, "give each variant its own name; names differing only in case would share a file name",
+				"duplicate variant name %q: %q is already used on line %d", name, f.Value, f.Line)
+		}
 		return ""
 	}
-	first[name] = n
+	first[strings.ToLower(name)] = n
 	return name
 }
 
@@ -306,8 +326,8 @@ func (s *Suite) VariantName() string { return s.variant }
 // this view (resume and distributed workers use that). The view shares
 // its scorers and closers with s: close s, not the view (closing the view
 // does nothing). Overrides applied to s before ForVariant apply to the
-// view; apply them before making views. The view has its own copy of the
-// stored document and its own Execution and Selection.
+// view; apply them before making views. Overrides applied to the view
+// (its own Execution, Selection and stored document) are not s's.
 //
 // An unknown name is an error wrapping [evalrun.ErrInvalid] that lists the
 // variants. ForVariant on a view accepts its own name only.
@@ -316,10 +336,10 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if name == s.variant {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %q", evalrun.ErrInvalid, s.File, s.variant, name)
+		return nil, fmt.Errorf("%w: suite %s: this is already the view of variant %q, not %s", evalrun.ErrInvalid, s.File, s.variant, quoteName(name))
 	}
 	if len(s.variants) == 0 {
-		return nil, fmt.Errorf("%w: suite %s has no variant %q: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, name)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s: it has no variants (see docs/suite.md#variants)", evalrun.ErrInvalid, s.File, quoteName(name))
 	}
 	names := make([]string, len(s.variants))
 	var v *Variant
@@ -334,7 +354,7 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		if dym := didYouMean(name, names); dym != "" {
 			hint = dym + " " + hint
 		}
-		return nil, fmt.Errorf("%w: suite %s has no variant %q (%s)", evalrun.ErrInvalid, s.File, name, hint)
+		return nil, fmt.Errorf("%w: suite %s has no variant %s (%s)", evalrun.ErrInvalid, s.File, quoteName(name), hint)
 	}
 	view := *s
 	view.variant, view.variantIndex, view.variants, view.closers = v.Name, v.index, nil, nil
@@ -346,7 +366,6 @@ func (s *Suite) ForVariant(name string) (*Suite, error) {
 		view.RateLimit = &r
 	}
 	view.Selection.Tags = slices.Clone(s.Selection.Tags)
-	view.raw = cloneNode(s.raw, map[*yaml.Node]*yaml.Node{})
 	return &view, nil
 }
 
@@ -373,25 +392,4 @@ func rawVariantTarget(root *yaml.Node, i int) *yaml.Node {
 		return nil
 	}
 	return deref(findValue(e, "target"))
-}
-
-// cloneNode returns a deep copy of n; memo keeps the copy of a node
-// reached twice (through aliases) one node.
-func cloneNode(n *yaml.Node, memo map[*yaml.Node]*yaml.Node) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	if c, ok := memo[n]; ok {
-		return c
-	}
-	c := *n
-	memo[n] = &c
-	if n.Content != nil {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, e := range n.Content {
-			c.Content[i] = cloneNode(e, memo)
-		}
-	}
-	c.Alias = cloneNode(n.Alias, memo)
-	return &c
 }

@@ -167,6 +167,9 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(rc, &m); err != nil || m["variant"] != name || m["evalrun_suite"] != float64(1) {
 			t.Errorf("%s: stored variant %v, format %v (%v)", name, m["variant"], m["evalrun_suite"], err)
 		}
+		if got, err := suite.VariantOf(rc); got != name || err != nil {
+			t.Errorf("VariantOf = %q, %v; want %q", got, err, name)
+		}
 		back, err := suite.FromRunConfig(rc, env)
 		if err != nil {
 			t.Fatal(err)
@@ -176,6 +179,10 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 			back.Selection.Limit != 3 || len(back.Selection.Tags) != 1 || back.Variants() != nil {
 			t.Errorf("%s: rebuilt %q key %v target %+v concurrency %d selection %+v", name, back.VariantName(),
 				back.CacheKey() == v.CacheKey(), back.TargetInfo, back.Execution.Concurrency, back.Selection)
+		}
+		again, err := back.RunConfig()
+		if err != nil || string(again) != string(rc) {
+			t.Errorf("%s: the rebuilt view stores another config:\n%s\n%s", name, again, rc)
 		}
 		back.Close()
 	}
@@ -193,6 +200,12 @@ func TestVariantsRunConfigRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
+	if got, err := suite.VariantOf(rc); got != "" || err != nil {
+		t.Errorf("VariantOf(plain) = %q, %v", got, err)
+	}
+	if _, err := suite.VariantOf([]byte(`{"evalrun_suite": 2}`)); !errors.Is(err, evalrun.ErrInvalid) {
+		t.Errorf("VariantOf(format 2): %v", err)
+	}
 	if back.VariantName() != "" || len(back.Variants()) != 3 {
 		t.Errorf("rebuilt plain suite: %q, %d variants", back.VariantName(), len(back.Variants()))
 	}
@@ -308,6 +321,11 @@ variants:
     target: {temperature: hot}
   - name: ${NAME}
   - name: [a]
+  - name: A
+  - name: ..
+  - name: -x
+  - name: ok.2_b-c
+  - name: ` + strings.Repeat("y", 1000) + `
 scorers: [exact_match]
 `
 	_, err := parse(t, src, "OPENAI_API_KEY=x", "NAME=env")
@@ -315,8 +333,8 @@ scorers: [exact_match]
 	compareLines(t, problems(t, err), []string{
 		`suite.yaml:5:11: variants[1].name: duplicate variant name "a": already used on line 4 (give each variant its own name)`,
 		`suite.yaml:6:11: variants[2].name: must not be empty (give the variant a name: letters, digits, '.', '_', '-')`,
-		`suite.yaml:7:11: variants[3].name: invalid variant name "has space": use 1 to 64 letters, digits, '.', '_' or '-' (the name is used in --variant flags, file names, URLs and report keys)`,
-		`suite.yaml:8:11: variants[4].name: invalid variant name "` + strings.Repeat("x", 65) + `": use 1 to 64 letters, digits, '.', '_' or '-' (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:7:11: variants[3].name: invalid variant name "has space": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:8:11: variants[4].name: invalid variant name "` + strings.Repeat("x", 65) + `": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 		`suite.yaml:9:5: variants[5].name: missing (add name: NAME (letters, digits, '.', '_', '-'))`,
 		`suite.yaml:11:14: variants[6].target.kind: a variant cannot change the target's kind (make it a separate suite)`,
 		`suite.yaml:13:14: variants[7].target.modl: unknown key: a target of kind "openai" has no such key (did you mean "model"? known keys: ` + openaiKeys + `)`,
@@ -328,6 +346,10 @@ scorers: [exact_match]
 		`suite.yaml:22:27: variants[12].target.temperature: invalid value "hot": cannot unmarshal !!str into float64`,
 		`suite.yaml:23:11: variants[13].name: a variant name cannot come from the environment (write the name out)`,
 		`suite.yaml:24:11: variants[14].name: must be a string, got a list`,
+		`suite.yaml:25:11: variants[15].name: duplicate variant name "A": "a" is already used on line 4 (give each variant its own name; names differing only in case would share a file name)`,
+		`suite.yaml:26:11: variants[16].name: invalid variant name "..": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:27:11: variants[17].name: invalid variant name "-x": use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
+		`suite.yaml:29:11: variants[19].name: invalid variant name "` + strings.Repeat("y", 64) + `"... (1000 bytes): use 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit (the name is used in --variant flags, file names, URLs and report keys)`,
 	})
 }
 
@@ -523,5 +545,46 @@ scorers: [exact_match]
 	if _, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList([]string{"TOKEN=x"})}); err == nil ||
 		!strings.Contains(err.Error(), "variants[0].target.headers.Authorization: a literal secret here was not stored with the run") {
 		t.Errorf("rebuilding with a redacted variant secret: %v", err)
+	}
+}
+
+// Overrides applied to a view are the view's: its suite's execution, rates
+// and stored config do not change.
+func TestVariantViewOverridesAreItsOwn(t *testing.T) {
+	s, err := parse(t, openaiVariants, openaiEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	terse := view(t, s, "terse")
+	if err := terse.Apply(suite.Overrides{Concurrency: ptr(3), Rate: ptr("1/s")}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) || s.Execution.Concurrency != suite.DefaultExecution().Concurrency ||
+		s.RateLimit.String() != "10/s" || s.Variants()[2].RateLimit.String() != "2/s" {
+		t.Errorf("applying to a view changed its suite: concurrency %d, rate %v, terse %v",
+			s.Execution.Concurrency, s.RateLimit, s.Variants()[2].RateLimit)
+	}
+	if other := view(t, s, "terse"); other.RateLimit.String() != "2/s" || other.Execution.Concurrency != suite.DefaultExecution().Concurrency {
+		t.Errorf("a new view has the other view's overrides: %v %d", other.RateLimit, other.Execution.Concurrency)
+	}
+	rc, err := terse.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList(openaiEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if back.RateLimit.String() != "1/s" || back.Execution.Concurrency != 3 {
+		t.Errorf("rebuilt view: rate %v, concurrency %d", back.RateLimit, back.Execution.Concurrency)
 	}
 }

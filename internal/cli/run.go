@@ -62,6 +62,15 @@ process checks the run's stored status every second.
 dataset version and item selection: only items without a stored result run,
 then the full report is written. SUITE.yaml may then be omitted.
 
+A suite with variants runs an experiment: one run per variant (--variant NAME
+to run some), all at once on the same items, each with its own concurrency
+and rate limit. The first line on standard error is "experiment <EXP_ID>
+started: ...", then "run <RUN_ID> variant <NAME>: ..." per variant. The
+experiment report (the matrix, each variant against the baseline, the first
+variant) goes to standard output; -o writes it as .json, .md or .txt (no
+JUnit). fail_on must hold for every variant. Ctrl-C stops every variant;
+"evalrun runs cancel RUN_ID" one; --resume EXP_ID finishes them all.
+
 Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 130 interrupted.`,
 		Example: `  evalrun run examples/quickstart/suite.yaml
@@ -69,7 +78,9 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
   evalrun run suite.yaml --format junit -o junit.xml --fail-on "pass_rate(exact_match) < 0.9"
   evalrun run suite.yaml --outputs saved.jsonl      # score saved outputs, call nothing
   evalrun run suite.yaml --dry-run --repeat 3       # items, requests and estimated cost; runs nothing
-  evalrun run --resume 20260101T101500-3f9a1c2b     # finish an interrupted run`,
+  evalrun run --resume 20260101T101500-3f9a1c2b     # finish an interrupted run
+  evalrun run variants.yaml --variant mini --variant big -o experiment.md   # some variants of an experiment
+  evalrun run --resume exp-20260101T101500-77aa01c2 # finish an interrupted experiment`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if len(a) == 0 && f.resume != "" {
 				return nil
@@ -100,7 +111,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringArrayVar(&f.tags, "tag", nil, "run only items with this tag (repeatable: any of them)")
 	fl.IntVar(&f.datasetVersion, "dataset-version", 0, "run this dataset version (default: the suite's pin, else the latest)")
 	fl.StringVar(&f.outputs, "outputs", "", `score saved outputs from this JSONL file ({"id", "output"} per line) instead of calling the target`)
-	fl.StringVar(&f.resume, "resume", "", "finish the interrupted run RUN_ID")
+	fl.StringVar(&f.resume, "resume", "", "finish the interrupted run RUN_ID (or every variant of experiment EXP_ID)")
 	fl.StringArrayVarP(&f.outFiles, "output", "o", nil, "write a report to FILE (repeatable; format from the extension or --format)")
 	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown or junit (standard output and -o files without a known extension)")
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
