@@ -201,7 +201,8 @@ func (s *Store) ListRuns(ctx context.Context, f evalrun.RunFilter) ([]*evalrun.R
 
 // listRunsQuery returns ListRuns' statement. Its WHERE clause holds only
 // the filter's conditions, so that SQLite's plan (made without the
-// parameters' values) uses runs_dataset or runs_experiment.
+// parameters' values) uses runs_dataset, runs_experiment or
+// runs_in_experiment.
 func listRunsQuery(f evalrun.RunFilter) (string, []any) {
 	where, args := []string{}, []any{}
 	if f.Dataset != "" {
@@ -211,8 +212,8 @@ func listRunsQuery(f evalrun.RunFilter) (string, []any) {
 		where, args = append(where, "experiment_id = ?"), append(args, f.Experiment)
 	}
 	if f.Experiment != "" || f.InExperiment {
-		// Literal, as the partial index's condition is: SQLite uses
-		// runs_experiment only when the query states it.
+		// Literal, as the partial indexes' condition is: SQLite uses
+		// them only when the query states it.
 		where = append(where, "experiment_id <> ''")
 	}
 	query := `SELECT ` + runColumns + ` FROM runs`

@@ -532,6 +532,8 @@ func TestExperimentCancelOneVariant(t *testing.T) {
 	}()
 	select {
 	case <-heldB:
+	case o := <-done:
+		t.Fatalf("the experiment ended (exit %d) before variant b was held\n%s", o.code, o.stderr)
 	case <-time.After(30 * time.Second):
 		t.Fatal("variant b never reached its held item")
 	}
