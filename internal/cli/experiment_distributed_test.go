@@ -253,9 +253,11 @@ variants:
   - name: keyed
     target: {headers: {X-Api-Key: "literal-key-123456"}}
 `)
-	code, _, stderr := b.run("run", suite, "--distributed")
-	if code != ExitUsage || !strings.Contains(stderr, "X-Api-Key") {
-		t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming the header", code, stderr)
+	for _, args := range [][]string{{"run", suite, "--distributed"}, {"run", suite, "--distributed", "--dry-run"}} {
+		code, _, stderr := b.run(args...)
+		if code != ExitUsage || !strings.Contains(stderr, "X-Api-Key") {
+			t.Fatalf("%v: exit %d, stderr:\n%s\nwant 2 naming the header", args, code, stderr)
+		}
 	}
 	pg := b.openPG(t)
 	if runs, err := pg.ListRuns(context.Background(), evalrun.RunFilter{}); err != nil || len(runs) != 0 {
