@@ -9,18 +9,23 @@ import (
 )
 
 // unclaimedStore answers every ClaimRun "not applied" with the run pending
-// and claimed by nobody: what the SQLite store returns when the watcher's
-// renewal ran before CreateRun inserted the row and the read after it saw
-// the row (CreateRun slowed by the writes of many variants at once).
+// and claimed by nobody, or running and claimed by the caller: what the
+// SQLite store returns when the watcher's renewal ran before CreateRun
+// inserted the row and the read after it saw the row (CreateRun slowed by
+// the writes of many variants at once).
 type unclaimedStore struct {
 	evalrun.RunStore
 	calls chan struct{}
+	mine  bool
 }
 
-func (s *unclaimedStore) ClaimRun(_ context.Context, id string, _ evalrun.RunClaim) (*evalrun.Run, bool, error) {
+func (s *unclaimedStore) ClaimRun(_ context.Context, id string, c evalrun.RunClaim) (*evalrun.Run, bool, error) {
 	select {
 	case s.calls <- struct{}{}:
 	default:
+	}
+	if s.mine {
+		return &evalrun.Run{ID: id, Status: evalrun.RunRunning, ClaimedBy: c.Owner}, false, nil
 	}
 	return &evalrun.Run{ID: id, Status: evalrun.RunPending}, false, nil
 }
@@ -28,12 +33,20 @@ func (s *unclaimedStore) ClaimRun(_ context.Context, id string, _ evalrun.RunCla
 func (s *unclaimedStore) ReleaseRun(context.Context, string, string) error { return nil }
 
 // TestWatchUnclaimedRunIsNotTakenOver: a renewal that did not apply to a
-// run nobody holds is not another process taking it over. The watcher
+// run nobody holds, or this process holds, is not another process taking
+// it over. The watcher
 // used to cancel the run with errTakenOver, and a 32-variant experiment on
 // SQLite stopped with "a variant could not run" and only "context
 // canceled" errors.
 func TestWatchUnclaimedRunIsNotTakenOver(t *testing.T) {
-	store := &unclaimedStore{calls: make(chan struct{})}
+	for _, mine := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nobody's", true: "mine"}[mine], func(t *testing.T) {
+			watchNotTakenOver(t, &unclaimedStore{calls: make(chan struct{}), mine: mine})
+		})
+	}
+}
+
+func watchNotTakenOver(t *testing.T, store *unclaimedStore) {
 	st := &State{Now: time.Now}
 	c := st.newClaim(store, "20261124T113011-1b2dddc8")
 	ctx, cancel := context.WithCancelCause(t.Context())
