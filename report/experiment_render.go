@@ -15,12 +15,18 @@ import (
 )
 
 // maxDisagreeRows caps the items listed under "items where variants
-// disagree" in Markdown, and maxOutputRunes the output shown in each cell,
-// so that a PR comment stays readable (and under GitHub's size limit)
-// however large the dataset and its outputs.
+// disagree" in Markdown, maxDisagreeBytes the table's size (32 variants
+// with several scorers make wide rows), maxOutputRunes the output shown in
+// each cell and maxMarksRunes its scorer marks (each name cut to
+// maxMarkNameRunes), so that a PR comment stays readable (and under
+// GitHub's size limit) however large the dataset, its outputs and the
+// suite's scorers.
 const (
-	maxDisagreeRows = 20
-	maxOutputRunes  = 60
+	maxDisagreeRows  = 20
+	maxDisagreeBytes = 32 << 10
+	maxOutputRunes   = 60
+	maxMarksRunes    = 160
+	maxMarkNameRunes = 24
 )
 
 // scorerNames returns the scorers of every variant, the baseline's first,
@@ -292,14 +298,20 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 		p(" %s |", mdEscape(label(v.Name)))
 	}
 	p("\n| --- |%s\n", strings.Repeat(" --- |", len(e.Variants)))
+	shown, size := 0, 0
 	for _, it := range disagree[:min(len(disagree), maxDisagreeRows)] {
-		p("| %s |", mdEscape(keyText(label(it.ID), it.Repeat)))
+		var row strings.Builder
+		fmt.Fprintf(&row, "| %s |", mdEscape(keyText(label(it.ID), it.Repeat)))
 		for _, v := range e.Variants {
-			p(" %s |", mdCell(it.Variants.Get(v.Name)))
+			fmt.Fprintf(&row, " %s |", mdCell(it.Variants.Get(v.Name)))
 		}
-		p("\n")
+		if shown > 0 && size+row.Len() > maxDisagreeBytes {
+			break
+		}
+		p("%s\n", row.String())
+		shown, size = shown+1, size+row.Len()+1
 	}
-	if more := len(disagree) - maxDisagreeRows; more > 0 {
+	if more := len(disagree) - shown; more > 0 {
 		p("\n… and %d more\n", more)
 	}
 	p("\n✓ passed, ✗ not passed, per scorer; then the output (cut to %d characters).\n", maxOutputRunes)
@@ -339,13 +351,16 @@ func mdCell(r *VariantResult) string {
 	if r == nil {
 		return "—"
 	}
-	var parts []string
+	var parts, marks []string
 	for _, s := range r.Scores {
 		mark := "✗"
 		if r.Passed.Get(s.Scorer) {
 			mark = "✓"
 		}
-		parts = append(parts, mark+" "+mdEscape(label(s.Scorer)))
+		marks = append(marks, mark+" "+truncate(s.Scorer, maxMarkNameRunes))
+	}
+	if len(marks) > 0 {
+		parts = append(parts, mdEscape(truncate(strings.Join(marks, " · "), maxMarksRunes)))
 	}
 	text := outputText(r.Output)
 	if r.Error != nil {

@@ -183,10 +183,16 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 }
 
 // mdEscape makes s safe in a Markdown table cell: one line, pipes and
-// Markdown punctuation escaped, HTML neutralized.
+// Markdown punctuation escaped, HTML neutralized, and nothing GitHub would
+// act on: an @mention (which notifies people), an autolinked URL or
+// address, or $math$. A zero-width space (as Dependabot writes it) after
+// "@", inside "://" and before the dot of "www." keeps the text readable
+// but inert. Control characters (terminal escapes when the file is
+// printed in a CI log) become spaces.
 func mdEscape(s string) string {
+	const zwsp = "&#8203;"
 	var b strings.Builder
-	for _, r := range s {
+	for i, r := range s {
 		switch r {
 		case '\n', '\r', '\t':
 			b.WriteByte(' ')
@@ -199,7 +205,24 @@ func mdEscape(s string) string {
 			b.WriteString("&gt;")
 		case '&':
 			b.WriteString("&amp;")
+		case '$':
+			b.WriteString("&#36;")
+		case '@':
+			b.WriteString("@" + zwsp)
+		case ':':
+			b.WriteRune(r)
+			if strings.HasPrefix(s[i+1:], "//") {
+				b.WriteString(zwsp)
+			}
+		case '.':
+			if i >= 3 && strings.EqualFold(s[i-3:i], "www") {
+				b.WriteString(zwsp)
+			}
+			b.WriteByte('.')
 		default:
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+				r = ' '
+			}
 			b.WriteRune(r)
 		}
 	}

@@ -146,12 +146,11 @@ func (c *runClaim) watch(ctx context.Context, poll time.Duration, cancel context
 			case err != nil:
 				// Storage trouble: the next tick tries again, and the
 				// claim outlives a few missed renewals.
-			case !ok && run.Resumable() && (run.ClaimedBy == "" || run.ClaimedBy == c.owner):
-				// Not another holder: the record of a fresh run was created
-				// (and claimed by this process) between the store's update,
-				// which found no run, and its read-back. The next tick
-				// renews the claim.
-			case !ok && run.Resumable():
+			case !ok && run.Resumable() && run.ClaimedBy != "" && run.ClaimedBy != c.owner:
+				// Another process holds it. A run nobody holds, or this
+				// process does, is not taken over: the renewal ran
+				// before CreateRun inserted the row (slow when many
+				// variants write at once) and read it back after.
 				cancel(errTakenOver)
 				return
 			case run.Status == evalrun.RunCanceled:

@@ -69,7 +69,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		verb = "enqueued"
 	}
 	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s), distributed\n", rec.ID, verb,
-		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name)
+		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, len(p.items), rec.Target.Kind, lineText(rec.Target.Name))
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}

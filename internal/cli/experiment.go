@@ -396,13 +396,13 @@ func (st *State) announceExperiment(p *prepared) {
 	}
 	first := x.variants[0].record
 	fmt.Fprintf(st.Stderr, "experiment %s %s: suite %s, dataset %s v%d, %d items, variants %s\n", x.id, verb,
-		p.suite.Name, first.Dataset, first.DatasetVersion, len(p.items), strings.Join(x.names(), ", "))
+		lineText(p.suite.Name), lineText(first.Dataset), first.DatasetVersion, len(p.items), strings.Join(x.names(), ", "))
 	for _, v := range x.variants {
 		rv := ""
 		if v.resume {
 			rv = " resumed"
 		}
-		fmt.Fprintf(st.Stderr, "run %s variant %s%s: target %s (%s)\n", v.record.ID, v.name, rv, v.record.Target.Kind, v.record.Target.Name)
+		fmt.Fprintf(st.Stderr, "run %s variant %s%s: target %s (%s)\n", v.record.ID, v.name, rv, v.record.Target.Kind, lineText(v.record.Target.Name))
 	}
 	for _, r := range x.kept {
 		fmt.Fprintf(st.Stderr, "run %s variant %s: already %s, kept as it is\n", r.ID, r.Variant, r.Status)

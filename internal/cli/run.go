@@ -203,7 +203,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		of = fmt.Sprintf(", variant %s of experiment %s", rec.Variant, rec.Experiment)
 	}
 	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)%s\n", rec.ID, verb,
-		p.suite.Name, rec.Dataset, rec.DatasetVersion, len(p.items), rec.Target.Kind, rec.Target.Name, of)
+		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, len(p.items), rec.Target.Kind, lineText(rec.Target.Name), of)
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}

@@ -115,6 +115,19 @@ func cellText(s string, n int) string {
 	}, s), n)
 }
 
+// lineText is s (a name from the suite: a pull request may bring it) for
+// a line of standard error: control characters, newlines included, shown
+// as U+FFFD, so that it can neither send a terminal escape nor forge a
+// line of a CI log.
+func lineText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
 func newRunsShowCmd(st *State) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
