@@ -295,11 +295,13 @@ func TestResumeWithRepeats(t *testing.T) {
 // the concurrency the run settled at, below the configured 20.
 //
 // The first burst decides the outcome and is held, not timed: the server
-// holds its first 8 calls unanswered until it has refused 12 others (the
-// client has 20 in flight, so 12 come and are refused however slowly the
-// machine runs), so the client meets refusals before any success and cuts
-// its cap; a cap cut from 20 never comes back to 20 within 120 items (the
-// ceiling learnt is below it), and most attempts start after the cut.
+// holds its first 8 calls unanswered until it has refused 12 others (what
+// 20 in flight bring), so the client meets refusals before any success and
+// cuts its cap; a cap cut from 20 never comes back to 20 within 120 items
+// (the ceiling learnt is below it), and most attempts start after the cut.
+// A client that cut its cap to 8 or less before sending 20 sends nothing
+// more while the 8 are held: after two refusals, 100ms without a call also
+// ends the burst (that wait only keeps the test live; the cut is done).
 // Afterwards the server refuses whatever exceeds 8 in flight. (When the
 // server answered from the start after 5 ms, a loaded machine kept the
 // server's in-flight count far below the client's, refusals looked like
@@ -314,7 +316,15 @@ func TestAdaptiveConcurrency(t *testing.T) {
 		rejected int
 		burst    = make(chan struct{}) // closed when the first burst is released
 		open     = true
+		quiet    *time.Timer
 	)
+	// release ends the first burst; mu is held.
+	release := func() {
+		if open {
+			open = false
+			close(burst)
+		}
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ ID string }
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -330,9 +340,21 @@ func TestAdaptiveConcurrency(t *testing.T) {
 			hold = true
 		case open:
 			refuse = true
-			if rejected+1 == configured-capacity {
-				open = false
-				close(burst)
+			switch {
+			case rejected+1 == configured-capacity:
+				release()
+			case rejected+1 >= 2:
+				// Liveness only: a client that already cut its cap to 8 or
+				// less sends nothing more while the burst is held, so the
+				// burst also ends once refused twice and quiet for 100ms.
+				if quiet != nil {
+					quiet.Stop()
+				}
+				quiet = time.AfterFunc(100*time.Millisecond, func() {
+					mu.Lock()
+					defer mu.Unlock()
+					release()
+				})
 			}
 		default:
 			refuse = inFlight > capacity
@@ -376,8 +398,8 @@ func TestAdaptiveConcurrency(t *testing.T) {
 	mu.Lock()
 	n429 := rejected
 	mu.Unlock()
-	if n429 < configured-capacity {
-		t.Fatalf("the fake answered %d 429s, want at least %d: the first burst was not refused", n429, configured-capacity)
+	if n429 < 2 {
+		t.Fatalf("the fake answered %d 429s, want at least 2: the first burst was not refused", n429)
 	}
 	if c := rep.Run.Concurrency; c == nil || *c >= configured || *c < 1 {
 		t.Errorf("report run.concurrency = %v, want 1..%d (cut below the configured %d) after %d 429s",
