@@ -146,6 +146,32 @@ type suiteTarget struct {
 // Close closes the suite (its target and scorers).
 func (t *suiteTarget) Close() error { return t.s.Close() }
 
+// refuseQueued refuses to execute here (a resume without --distributed)
+// a run whose jobs are still queued for evalrun worker processes: they
+// would execute its items as well, each twice. A run whose coordinator
+// died is re-attached to with --resume ID --distributed instead (the
+// experiment's id for a variant's run).
+func refuseQueued(ctx context.Context, store evalrun.Store, run *evalrun.Run, dbFlag string) error {
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return nil
+	}
+	live, err := river.HasLiveJobs(ctx, pg, run.ID)
+	if err != nil {
+		return fmt.Errorf("run %s: look for its jobs in the queue: %w", run.ID, err)
+	}
+	if !live {
+		return nil
+	}
+	id := run.ID
+	if run.Experiment != "" {
+		id = run.Experiment
+	}
+	return invalidf("run %s is queued for evalrun worker processes (its jobs are still in the queue): resuming it here "+
+		"would execute its items twice; wait for the workers with evalrun run --resume %s --distributed%s, "+
+		"or cancel it first (evalrun runs cancel %s)", run.ID, id, dbFlag, run.ID)
+}
+
 // cancelDistributed is evalrun runs cancel for a distributed run: queued
 // jobs deleted, running ones signalled, the run finalized with exact
 // counts, even when no coordinator waits for it any more.

@@ -250,6 +250,13 @@ func (x *experiment) names() []string {
 func (st *State) runExperimentLocal(cmd *cobra.Command, store evalrun.Store, p *prepared, f *runFlags) error {
 	x := p.experiment
 	for _, v := range x.variants {
+		if v.resume {
+			if err := refuseQueued(cmd.Context(), store, v.record, p.dbFlag); err != nil {
+				return err
+			}
+		}
+	}
+	for _, v := range x.variants {
 		if !v.resume {
 			continue
 		}

@@ -193,6 +193,9 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	claim := st.newClaim(store, rec.ID)
 	verb := "started"
 	if p.resume {
+		if err := refuseQueued(ctx, store, rec, p.dbFlag); err != nil {
+			return err
+		}
 		if err := claim.take(ctx); err != nil {
 			return err
 		}
