@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/sqlite"
 )
 
 // A distributed experiment whose coordinator died still has its jobs in
@@ -54,6 +58,94 @@ func TestLocalResumeRefusesRunsStillQueuedForWorkers(t *testing.T) {
 			if n := requests[v+"/"+id]; n != 1 {
 				t.Errorf("variant %s item %s requested %d times, want 1", v, id, n)
 			}
+		}
+	}
+}
+
+// An experiment its store stopped (the scores table renamed away before
+// the first answer) says how to go on once the store takes writes again:
+// one command, the experiment's resume, with the --db the experiment was
+// run with (a resume without it would open the default database). Run
+// verbatim once the table is back, it completes every variant, each
+// missing item requested once.
+func TestExperimentStoreFailureResumeCommandWorksVerbatim(t *testing.T) {
+	b := setup(t)
+	path := strings.TrimPrefix(b.db, "sqlite:")
+	b.env = nil // the database is given with --db, as users without EVALRUN_DB do
+	exec := func(q string) {
+		t.Helper()
+		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+		if err == nil {
+			_, err = db.Exec(q)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	srv := newVariantServer(t)
+	var mu sync.Mutex
+	answers := map[string]int{} // per variant
+	broken := true
+	srv.setHook(func(r *http.Request, variant, _ string) bool {
+		mu.Lock()
+		answers[variant]++
+		first, hold := len(answers) == 1 && answers[variant] == 1, broken && answers[variant] > 1
+		mu.Unlock()
+		if first { // before any result is written: every variant's first write fails
+			exec(`ALTER TABLE scores RENAME TO scores_away`)
+		}
+		if hold { // each variant must stop on its refused write: held until it does
+			<-r.Context().Done()
+			return false
+		}
+		return true
+	})
+	suite := b.variantSuite(srv.URL, 10, []string{"good", "wrong"}, "")
+	code, _, stderr := b.run("run", suite, "-q", "--db", b.db)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	expID, _ := experimentIDs(t, stderr)
+	want := "evalrun run --resume " + expID + " --db " + b.db
+	var cmdline string
+	for _, line := range strings.Split(stderr, "\n") {
+		if i := strings.Index(line, "evalrun run --resume"); i >= 0 && strings.HasPrefix(line[i:], want) {
+			cmdline = strings.TrimSpace(line[i:])
+			cmdline = cmdline[:len(want)]
+		}
+	}
+	if cmdline == "" {
+		t.Fatalf("no %q on stderr:\n%s", want, stderr)
+	}
+
+	exec(`ALTER TABLE scores_away RENAME TO scores`)
+	mu.Lock()
+	broken = false
+	mu.Unlock()
+	before, _ := srv.counts()
+	code, _, stderr = b.run(append(strings.Fields(strings.TrimPrefix(cmdline, "evalrun ")), "-q")...)
+	if code != ExitOK {
+		t.Fatalf("%s: exit %d, want 0\n%s", cmdline, code, stderr)
+	}
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exp, err := evalrun.GetExperiment(t.Context(), st, expID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range exp.Runs {
+		if r.Status != evalrun.RunCompleted || r.Succeeded != 10 {
+			t.Errorf("variant %s: %s, %d succeeded; want completed, 10", r.Variant, r.Status, r.Succeeded)
+		}
+	}
+	after, _ := srv.counts()
+	for k, n := range after {
+		if n-before[k] > 1 {
+			t.Errorf("%s requested %d times by the resume", k, n-before[k])
 		}
 	}
 }

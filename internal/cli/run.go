@@ -252,7 +252,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
 	if storeFailed {
-		st.whereResultsAre(sum, files, writeErr, p.resume)
+		st.whereResultsAre(sum, files, writeErr, p.resume, "evalrun run --resume "+rec.ID+p.dbFlag)
 	} else {
 		st.saveReport(bg, store, rep)
 	}
