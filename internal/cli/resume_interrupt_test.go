@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -147,5 +149,68 @@ func TestExperimentStoreFailureResumeCommandWorksVerbatim(t *testing.T) {
 		if n-before[k] > 1 {
 			t.Errorf("%s requested %d times by the resume", k, n-before[k])
 		}
+	}
+}
+
+// A run whose every item executed but whose store refused the results
+// (here the only item's: the scores table is renamed away before it is
+// answered) has nothing "skipped", yet its results are not in the
+// database. The run says a resume will run them once the store takes
+// writes again, and it does: the resume is not refused as "every item
+// run", and the run ends completed with its result stored.
+func TestResumeRunsResultsTheStoreRefusedWhenNoItemWasSkipped(t *testing.T) {
+	b := setup(t)
+	path := strings.TrimPrefix(b.db, "sqlite:")
+	exec := func(q string) {
+		t.Helper()
+		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+		if err == nil {
+			_, err = db.Exec(q)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ ID, Input string }
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			exec(`ALTER TABLE scores RENAME TO scores_away`)
+		}
+		json.NewEncoder(w).Encode(map[string]string{"out": body.Input})
+	}))
+	defer srv.Close()
+	suite := storefailSuite(b, srv.URL, 1)
+	code, _, stderr := b.run("run", suite, "-q")
+	if code != ExitFailed || !strings.Contains(stderr, "runs the items without a stored result") {
+		t.Fatalf("exit %d, want 1 and the way on\n%s", code, stderr)
+	}
+	id := strings.Fields(stderr)[1]
+
+	exec(`ALTER TABLE scores_away RENAME TO scores`)
+	code, _, stderr = b.run("run", "--resume", id, "-q")
+	if code != ExitOK {
+		t.Fatalf("resume once the store takes writes again: exit %d, want 0\n%s", code, stderr)
+	}
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.GetRun(t.Context(), id)
+	if err != nil || run.Status != evalrun.RunCompleted || run.Succeeded != 1 || run.PersistErrors != 0 {
+		t.Fatalf("resumed run: %+v, %v; want completed, 1 succeeded, no persist error", run, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 2 {
+		t.Errorf("the item was requested %d times, want 2 (once more by the resume)", calls)
 	}
 }
