@@ -214,3 +214,52 @@ func TestResumeRunsResultsTheStoreRefusedWhenNoItemWasSkipped(t *testing.T) {
 		t.Errorf("the item was requested %d times, want 2 (once more by the resume)", calls)
 	}
 }
+
+// After Ctrl-C of a distributed experiment its runs are canceled and
+// their jobs deleted: no worker will run them again. --resume EXP_ID
+// --distributed used to "re-attach" to them, run nothing, call them
+// "canceled (evalrun runs cancel)" and exit 130 with the same resume
+// command, forever. It is refused (exit 2), saying that the resume
+// without --distributed runs the missing items; and that one does,
+// each item once, the experiment ending clean.
+func TestDistributedResumeOfCanceledExperimentSaysHow(t *testing.T) {
+	b, srv, suite := setupPostgresExperiment(t, "good", "wrong")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	enqueued := make(chan string, 1)
+	afterEnqueue = func(id string) error { enqueued <- id; return nil }
+	t.Cleanup(func() { afterEnqueue = nil })
+	done := make(chan int, 1)
+	go func() { // no worker: the runs wait in the queue
+		code, _, _ := b.main(ctx, nil, "run", suite, "--distributed", "-q")
+		done <- code
+	}()
+	var expID string
+	select {
+	case expID = <-enqueued:
+	case code := <-done:
+		t.Fatalf("ended before enqueueing: exit %d", code)
+	}
+	cancel(ErrInterrupted)
+	if code := <-done; code != ExitInterrupted {
+		t.Fatalf("Ctrl-C: exit %d, want %d", code, ExitInterrupted)
+	}
+
+	code, _, stderr := b.run("run", "--resume", expID, "--distributed", "-q")
+	if code != ExitUsage || !strings.Contains(stderr, "evalrun run --resume "+expID) ||
+		!strings.Contains(stderr, "without --distributed") || strings.Contains(stderr, "evalrun runs cancel)") {
+		t.Fatalf("resume --distributed of a canceled experiment: exit %d, stderr:\n%s\nwant 2 and the way on", code, stderr)
+	}
+	code, _, stderr = b.run("run", "--resume", expID, "-q")
+	if code != ExitOK {
+		t.Fatalf("resume here: exit %d, stderr:\n%s", code, stderr)
+	}
+	requests, _ := srv.counts()
+	for _, v := range []string{"good", "wrong"} {
+		for _, id := range []string{"a", "b", "c"} {
+			if n := requests[v+"/"+id]; n != 1 {
+				t.Errorf("variant %s item %s requested %d times, want 1", v, id, n)
+			}
+		}
+	}
+}
