@@ -33,10 +33,11 @@ func (s RunStatus) Resumable() bool { return slices.Contains(ResumableStatuses, 
 // Resumable reports whether the run may be continued (resumed): its status
 // is [RunStatus.Resumable], or it failed with items that never ran
 // (Skipped > 0: its store refused results, strict mode stopped it, or
-// distributed jobs were discarded), so that a resume runs those items once
-// the cause is fixed. [RunStore.ClaimRun] accepts the same runs.
+// distributed jobs were discarded) or whose results its store refused
+// (PersistErrors > 0, even with none skipped), so that a resume runs those
+// items once the cause is fixed. [RunStore.ClaimRun] accepts the same runs.
 func (r *Run) Resumable() bool {
-	return r.Status.Resumable() || (r.Status == RunFailed && r.Skipped > 0)
+	return r.Status.Resumable() || (r.Status == RunFailed && (r.Skipped > 0 || r.PersistErrors > 0))
 }
 
 // Cancelable reports whether a run in status s may be cancelled: it has

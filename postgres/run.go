@@ -114,7 +114,7 @@ func (s *Store) ClaimRun(ctx context.Context, id string, c evalrun.RunClaim) (*e
 	now := s.clock.Now()
 	return s.updateRunIf(ctx, "claim", id, `UPDATE runs SET claimed_by = $2, claim_expires = $3
 		WHERE id = $1 AND (claimed_by = $2 OR ((claimed_by = '' OR claim_expires <= $4 OR ($5 <> '' AND claimed_by = $5))
-			AND (status = ANY($6) OR (status = 'failed' AND skipped > 0)))) RETURNING `+runColumns,
+			AND (status = ANY($6) OR (status = 'failed' AND (skipped > 0 OR persist_errors > 0))))) RETURNING `+runColumns,
 		id, c.Owner, now.Add(c.TTL), now, c.Replace, statusNames(evalrun.ResumableStatuses))
 }
 

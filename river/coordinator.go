@@ -603,3 +603,23 @@ func IsDistributed(ctx context.Context, store *postgres.Store, runID string) (bo
 		`SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = $1 AND args->>'run_id' = $2)`, Kind, runID).Scan(&ok)
 	return ok, err
 }
+
+// HasLiveJobs reports whether a job of runID may still execute on a
+// worker: queued, scheduled, retryable or running. A run with such jobs
+// is the workers' to finish; executing it elsewhere too would execute its
+// items twice. Like [IsDistributed] it migrates nothing.
+func HasLiveJobs(ctx context.Context, store *postgres.Store, runID string) (bool, error) {
+	var ok bool
+	err := store.Pool().QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&ok)
+	if err != nil || !ok {
+		return false, err
+	}
+	states := make([]string, len(liveStates))
+	for i, s := range liveStates {
+		states[i] = string(s)
+	}
+	err = store.Pool().QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 AND state::text = ANY($3))`,
+		Kind, runID, states).Scan(&ok)
+	return ok, err
+}

@@ -115,7 +115,7 @@ func (s *Store) ClaimRun(ctx context.Context, id string, c evalrun.RunClaim) (*e
 	args = append([]any{c.Owner, micros(now.Add(c.TTL)), id, c.Owner, micros(now), c.Replace}, args...)
 	return s.updateRunIf(ctx, "claim", id, `UPDATE runs SET claimed_by = ?1, claim_expires = ?2
 		WHERE id = ?3 AND (claimed_by = ?4 OR ((claimed_by = '' OR claim_expires <= ?5 OR (?6 <> '' AND claimed_by = ?6))
-			AND (status IN (`+in+`) OR (status = 'failed' AND skipped > 0)))) RETURNING `+runColumns, args)
+			AND (status IN (`+in+`) OR (status = 'failed' AND (skipped > 0 OR persist_errors > 0))))) RETURNING `+runColumns, args)
 }
 
 // ReleaseRun implements [evalrun.RunStore].

@@ -232,6 +232,15 @@ func testClaimRunFinished(t *testing.T, s evalrun.Store) {
 	if got, ok, err := s.ClaimRun(t.Context(), inc.ID, claim("p", time.Minute)); err != nil || !ok || got.ClaimedBy != "p" {
 		t.Fatalf("claim of a failed run with 7 items skipped = %v, %v; want claimed by p", ok, err)
 	}
+	// So can one whose every item ran but whose store refused results
+	// (none skipped, 2 not stored): a resume runs them.
+	lost := testRun("r-failed-unstored", "qa", 1, base)
+	lost.Status, lost.Succeeded, lost.PersistErrors = evalrun.RunFailed, 10, 2
+	lost.StartedAt, lost.CompletedAt = base.Add(time.Second), base.Add(time.Minute)
+	mustCreateRun(t, s, lost)
+	if got, ok, err := s.ClaimRun(t.Context(), lost.ID, claim("p", time.Minute)); err != nil || !ok || got.ClaimedBy != "p" {
+		t.Fatalf("claim of a failed run with 2 results not stored = %v, %v; want claimed by p", ok, err)
+	}
 	// A run that completed while claimed: its owner may still renew (it
 	// releases next), nobody else may claim it even after expiry.
 	clock := cacheClock(t, s, base)

@@ -55,7 +55,11 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	rec := p.record
 	opts := p.suite.Execution.EngineOptions()
 	verb := "re-attached"
-	if !p.resume {
+	if p.resume {
+		if err := refuseFinalized(rec, rec.ID, p.dbFlag); err != nil {
+			return err
+		}
+	} else {
 		// Workers rebuild the run from its stored config, which holds no
 		// literal secret: refuse now rather than enqueue jobs no worker
 		// can run.
@@ -145,6 +149,56 @@ type suiteTarget struct {
 
 // Close closes the suite (its target and scorers).
 func (t *suiteTarget) Close() error { return t.s.Close() }
+
+// refuseQueued refuses to execute here (a resume without --distributed)
+// a run whose jobs are still queued for evalrun worker processes: they
+// would execute its items as well, each twice. A run whose coordinator
+// died is re-attached to with --resume ID --distributed instead (the
+// experiment's id for a variant's run).
+func refuseQueued(ctx context.Context, store evalrun.Store, run *evalrun.Run, dbFlag string) error {
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return nil
+	}
+	live, err := river.HasLiveJobs(ctx, pg, run.ID)
+	if err != nil {
+		return fmt.Errorf("run %s: look for its jobs in the queue: %w", run.ID, err)
+	}
+	if !live {
+		return nil
+	}
+	id := run.ID
+	if run.Experiment != "" {
+		id = run.Experiment
+	}
+	return invalidf("run %s is queued for evalrun worker processes (its jobs are still in the queue): resuming it here "+
+		"would execute its items twice; wait for the workers with evalrun run --resume %s --distributed%s, "+
+		"or cancel it first (evalrun runs cancel %s)", run.ID, id, dbFlag, run.ID)
+}
+
+// refuseFinalized refuses --resume --distributed of a run that was
+// stopped and finalized (canceled by Ctrl-C or evalrun runs cancel, or
+// failed with items left): its jobs are gone, so no worker will execute
+// its missing items and re-attaching would only report it stopped again.
+// A resume without --distributed (of id: the run's, or its experiment's)
+// executes them here.
+func refuseFinalized(run *evalrun.Run, id, dbFlag string) error {
+	if run.CompletedAt.IsZero() {
+		return nil // still the workers': re-attach
+	}
+	return invalidf("run %s%s is %s with %d of %d items without a result, and none of its jobs is left for workers: "+
+		"--distributed only re-attaches to runs still queued; run its missing items in this process with "+
+		"evalrun run --resume %s%s (without --distributed)",
+		run.ID, variantOf(run), run.Status, run.Skipped, run.Total, id, dbFlag)
+}
+
+// variantOf is " (variant NAME)" for a run of an experiment, else "".
+func variantOf(run *evalrun.Run) string {
+	if run.Experiment == "" {
+		return ""
+	}
+	return " (variant " + run.Variant + ")"
+}
 
 // cancelDistributed is evalrun runs cancel for a distributed run: queued
 // jobs deleted, running ones signalled, the run finalized with exact

@@ -250,6 +250,13 @@ func (x *experiment) names() []string {
 func (st *State) runExperimentLocal(cmd *cobra.Command, store evalrun.Store, p *prepared, f *runFlags) error {
 	x := p.experiment
 	for _, v := range x.variants {
+		if v.resume {
+			if err := refuseQueued(cmd.Context(), store, v.record, p.dbFlag); err != nil {
+				return err
+			}
+		}
+	}
+	for _, v := range x.variants {
 		if !v.resume {
 			continue
 		}
@@ -373,13 +380,19 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 			st.experimentVerdict(x, nil, p))
 	}
 	writeErr := st.writeExperimentReports(e, stdoutFormat, files)
+	storeFailed := false
 	for _, v := range x.variants {
 		if errors.Is(v.sum.Err, engine.ErrStoreFailed) {
 			fmt.Fprintf(st.Stderr, "variant %s (run %s): ", v.name, v.record.ID)
-			st.whereResultsAre(v.sum, files, writeErr, v.resume)
+			st.whereResultsAre(v.sum, files, writeErr, v.resume, "")
+			storeFailed = true
 			continue
 		}
 		st.saveReport(bg, store, e.Report(v.name))
+	}
+	if storeFailed {
+		fmt.Fprintf(st.Stderr, "once the database takes writes again, evalrun run --resume %s%s runs every variant's items without a stored result\n",
+			x.id, p.dbFlag)
 	}
 	return errors.Join(writeErr, st.experimentVerdict(x, e, p))
 }

@@ -54,6 +54,9 @@ func (st *State) runExperimentDistributed(cmd *cobra.Command, pg *postgres.Store
 	var specs []engine.Spec
 	for _, v := range x.variants {
 		if v.resume {
+			if err := refuseFinalized(v.record, x.id, p.dbFlag); err != nil {
+				return err
+			}
 			continue
 		}
 		// Workers rebuild each variant from its run's stored config, which

@@ -193,6 +193,9 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	claim := st.newClaim(store, rec.ID)
 	verb := "started"
 	if p.resume {
+		if err := refuseQueued(ctx, store, rec, p.dbFlag); err != nil {
+			return err
+		}
 		if err := claim.take(ctx); err != nil {
 			return err
 		}
@@ -249,7 +252,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
 	if storeFailed {
-		st.whereResultsAre(sum, files, writeErr, p.resume)
+		st.whereResultsAre(sum, files, writeErr, p.resume, "evalrun run --resume "+rec.ID+p.dbFlag)
 	} else {
 		st.saveReport(bg, store, rep)
 	}

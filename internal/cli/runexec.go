@@ -117,9 +117,13 @@ func (st *State) storeFailedNow(prog *progress, err error) {
 // whereResultsAre tells, after a run stopped because its store refuses
 // results, where the results that exist are: the -o reports, written from
 // the results held in memory, or nowhere (lost) when none was asked for or
-// results were not retained.
-func (st *State) whereResultsAre(sum *evalrun.Summary, files []reportFile, writeErr error, resumed bool) {
-	defer fmt.Fprintf(st.Stderr, "once the database takes writes again, evalrun run --resume %s runs the items without a stored result\n", sum.RunID)
+// results were not retained. resume is the command that goes on once the
+// store takes writes again (--db included), said last; "" says nothing (an
+// experiment says its own once for all its variants).
+func (st *State) whereResultsAre(sum *evalrun.Summary, files []reportFile, writeErr error, resumed bool, resume string) {
+	if resume != "" {
+		defer fmt.Fprintf(st.Stderr, "once the database takes writes again, %s runs the items without a stored result\n", resume)
+	}
 	lost := sum.PersistErrors
 	if sum.Results == nil {
 		fmt.Fprintf(st.Stderr, "results: results are not retained (--no-retain or retain_results: false), so the %d the store refused are lost; the report covers only what it holds\n", lost)
