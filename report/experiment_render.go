@@ -57,6 +57,26 @@ func rateCI(s *VariantScorer) string {
 	return fmt.Sprintf("%.2f [%.2f, %.2f]", *s.PassRate, s.PassRateCI[0], s.PassRateCI[1])
 }
 
+// itemsText is how many items the experiment covers: "16", or with
+// repeats "16 × 3 repeats" (e.Items has a row per item and repeat).
+func (e *Experiment) itemsText() string {
+	type key struct {
+		index int
+		id    string
+	}
+	seen := make(map[key]bool, len(e.Items))
+	repeats := 1
+	for i := range e.Items {
+		it := &e.Items[i]
+		seen[key{it.Index, it.ID}] = true
+		repeats = max(repeats, it.Repeat+1)
+	}
+	if repeats == 1 {
+		return fmt.Sprint(len(seen))
+	}
+	return fmt.Sprintf("%d × %d repeats", len(seen), repeats)
+}
+
 // pText is a p-value for people: three decimals, "<0.001" below.
 func pText(p *float64) string {
 	switch {
@@ -135,8 +155,8 @@ func WriteExperimentTable(w io.Writer, e *Experiment) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	info := &e.Experiment
-	p("experiment %s  %s  dataset %s  baseline %s  variants %d  items %d\n", oneLine(info.ID), oneLine(cmpOr(info.Name, "—")),
-		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), len(e.Items))
+	p("experiment %s  %s  dataset %s  baseline %s  variants %d  items %s\n", oneLine(info.ID), oneLine(cmpOr(info.Name, "—")),
+		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), e.itemsText())
 	conf := e.confidenceText()
 	p("pass rate [%s Wilson interval]; vs baseline: delta of pass rate [paired bootstrap %s interval], exact sign test\n\n", conf, conf)
 
@@ -219,8 +239,8 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	conf := e.confidenceText()
 	p("## evalrun experiment: %s\n\n", mdEscape(label(cmpOr(info.Name, info.ID))))
 	p("| experiment | dataset | baseline | variants | items |\n| --- | --- | --- | ---: | ---: |\n")
-	p("| `%s` | %s | %s | %d | %d |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
-		mdEscape(label(info.Baseline)), len(e.Variants), len(e.Items))
+	p("| `%s` | %s | %s | %d | %s |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
+		mdEscape(label(info.Baseline)), len(e.Variants), e.itemsText())
 
 	scorers := e.scorerNames()
 	p("### Pass rate (%s interval)\n\n", conf)
@@ -228,7 +248,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	for _, s := range scorers {
 		p(" %s |", mdEscape(label(s)))
 	}
-	p(" macro |\n| --- | --- | --- | --- |%s ---: |\n", strings.Repeat(" ---: |", len(scorers)))
+	p(" macro | failures |\n| --- | --- | --- | --- |%s ---: | ---: |\n", strings.Repeat(" ---: |", len(scorers)))
 	for i := range e.Variants {
 		v := &e.Variants[i]
 		name := mdEscape(label(v.Name))
@@ -239,7 +259,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 		for _, s := range scorers {
 			p(" %s%s |", pctCI(v.Scorers.Get(s)), verdictMark(v, s))
 		}
-		p(" %s |\n", percent(v.MacroPassRate))
+		p(" %s | %d |\n", percent(v.MacroPassRate), v.Failures)
 	}
 	p("\n▲ better, ▼ worse than the baseline: p < %s (exact sign test) and the paired %s interval of the difference excludes 0.\n\n",
 		strconvAlpha(e.Method.Alpha), conf)
