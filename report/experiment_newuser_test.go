@@ -82,3 +82,65 @@ func TestExperimentMarkdownMatrixShowsFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentCacheHits: a variant served from the response cache
+// (evalrun run --cache a second time) reports no tokens, no cost and a
+// latency of a cache lookup. The experiment report says how many of each
+// variant's results came from the cache, as a run report does
+// (run.cache_hits), in the JSON, the terminal matrix and the Markdown, so
+// that "cost —, p50 0ms" is not read as a free, instant model.
+func TestExperimentCacheHits(t *testing.T) {
+	exp, results := expFixture()
+	for _, r := range results[0] { // mini: every result from the cache
+		r.CacheHit = true
+	}
+	results[2][0].CacheHit = true // terse: one
+	e, err := BuildExperiment(exp, expReports(exp, results), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"mini": 10, "big": 0, "terse": 1, "broken": 0} {
+		if got := e.Variant(name).CacheHits; got != want {
+			t.Errorf("variant %s: cache hits %d, want %d", name, got, want)
+		}
+	}
+	var js bytes.Buffer
+	if err := WriteExperimentJSON(&js, e); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"cache_hits": 10,`) {
+		t.Errorf("JSON lacks the cache hits:\n%s", js.String()[:2000])
+	}
+	if err := validate(t, compileExperimentSchema(t), js.Bytes()); err != nil {
+		t.Errorf("the report does not validate: %v", err)
+	}
+	// Read back, it keeps them.
+	back, err := ReadExperimentJSON(bytes.NewReader(js.Bytes()))
+	if err != nil || back.Variant("mini").CacheHits != 10 {
+		t.Errorf("read back: %v, %+v", err, back)
+	}
+
+	var table, md bytes.Buffer
+	if err := WriteExperimentTable(&table, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteExperimentMarkdown(&md, e); err != nil {
+		t.Fatal(err)
+	}
+	const want = "cache hits: mini 10 of 10 results, terse 1 of 10"
+	if !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
+	if !strings.Contains(md.String(), "**Cache hits:** mini 10 of 10 results, terse 1 of 10") {
+		t.Errorf("markdown lacks the cache hits:\n%s", md.String())
+	}
+
+	// Without cache hits, no line.
+	table.Reset()
+	if err := WriteExperimentTable(&table, expFixtureBuilt(t)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(table.String(), "cache hits") {
+		t.Errorf("a table without cache hits mentions them:\n%s", table.String())
+	}
+}

@@ -77,6 +77,25 @@ func (e *Experiment) itemsText() string {
 	return fmt.Sprintf("%d × %d repeats", len(seen), repeats)
 }
 
+// cacheHitsText is "mini 10 of 10 results, terse 1 of 10": the variants
+// with results from the response cache, their names through esc; "" when
+// none has any.
+func (e *Experiment) cacheHitsText(esc func(string) string) string {
+	var parts []string
+	for i := range e.Variants {
+		v := &e.Variants[i]
+		if v.CacheHits == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%s %d of %d", esc(label(v.Name)), v.CacheHits, v.Succeeded+v.Failed)
+		if len(parts) == 0 {
+			part += " results"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // pText is a p-value for people: three decimals, "<0.001" below.
 func pText(p *float64) string {
 	switch {
@@ -190,6 +209,9 @@ func WriteExperimentTable(w io.Writer, e *Experiment) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if hits := e.cacheHitsText(oneLine); hits != "" {
+		p("cache hits: %s (no tokens, cost or model latency for those)\n", hits)
+	}
 
 	if len(e.Variants) > 1 {
 		p("\n")
@@ -260,6 +282,9 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 			p(" %s%s |", pctCI(v.Scorers.Get(s)), verdictMark(v, s))
 		}
 		p(" %s | %d |\n", percent(v.MacroPassRate), v.Failures)
+	}
+	if hits := e.cacheHitsText(mdEscape); hits != "" {
+		p("\n**Cache hits:** %s (no tokens, cost or model latency for those).\n", hits)
 	}
 	p("\n▲ better, ▼ worse than the baseline: p < %s (exact sign test) and the paired %s interval of the difference excludes 0.\n\n",
 		strconvAlpha(e.Method.Alpha), conf)
