@@ -90,6 +90,9 @@ type VariantSummary struct {
 	Failures int `json:"failures"`
 	// DurationMS is the run's duration; nil unless it started and ended.
 	DurationMS *int64 `json:"duration_ms"`
+	// CacheHits is the run report's: the results whose target response
+	// came from the response cache (no tokens, no cost, no model latency).
+	CacheHits int `json:"cache_hits"`
 	// Scorers are the run report's scorer statistics with the Wilson
 	// interval of each pass rate.
 	Scorers VariantScorerTable `json:"scorers"`

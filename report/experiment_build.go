@@ -123,7 +123,7 @@ func (b *experimentBuilder) variant(i int, rep *Report) VariantSummary {
 	run := &rep.Run
 	v := VariantSummary{Name: b.names[i], RunID: run.ID, Status: run.Status, Target: run.Target,
 		Total: run.Total, Succeeded: run.Succeeded, Failed: run.Failed, Skipped: run.Skipped,
-		Failures: len(rep.Failures), DurationMS: run.DurationMS,
+		Failures: len(rep.Failures), DurationMS: run.DurationMS, CacheHits: run.CacheHits,
 		Scorers: make(VariantScorerTable, len(rep.Scorers)), MacroPassRate: rep.MacroPassRate,
 		Usage: rep.Usage, VsBaseline: BaselineTable{}}
 	z := zOf(b.opts.Alpha)

@@ -63,6 +63,45 @@ func rateCI(s *VariantScorer) string {
 	return fmt.Sprintf("%.2f [%.2f, %.2f]", *s.PassRate, s.PassRateCI[0], s.PassRateCI[1])
 }
 
+// itemsText is how many items the experiment covers: "16", or with
+// repeats "16 × 3 repeats" (e.Items has a row per item and repeat).
+func (e *Experiment) itemsText() string {
+	type key struct {
+		index int
+		id    string
+	}
+	seen := make(map[key]bool, len(e.Items))
+	repeats := 1
+	for i := range e.Items {
+		it := &e.Items[i]
+		seen[key{it.Index, it.ID}] = true
+		repeats = max(repeats, it.Repeat+1)
+	}
+	if repeats == 1 {
+		return fmt.Sprint(len(seen))
+	}
+	return fmt.Sprintf("%d × %d repeats", len(seen), repeats)
+}
+
+// cacheHitsText is "mini 10 of 10 results, terse 1 of 10": the variants
+// with results from the response cache, their names through esc; "" when
+// none has any.
+func (e *Experiment) cacheHitsText(esc func(string) string) string {
+	var parts []string
+	for i := range e.Variants {
+		v := &e.Variants[i]
+		if v.CacheHits == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%s %d of %d", esc(label(v.Name)), v.CacheHits, v.Succeeded+v.Failed)
+		if len(parts) == 0 {
+			part += " results"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // pText is a p-value for people: three decimals, "<0.001" below.
 func pText(p *float64) string {
 	switch {
@@ -141,8 +180,8 @@ func WriteExperimentTable(w io.Writer, e *Experiment) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	info := &e.Experiment
-	p("experiment %s  %s  dataset %s  baseline %s  variants %d  items %d\n", oneLine(info.ID), oneLine(cmpOr(info.Name, "—")),
-		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), len(e.Items))
+	p("experiment %s  %s  dataset %s  baseline %s  variants %d  items %s\n", oneLine(info.ID), oneLine(cmpOr(info.Name, "—")),
+		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), e.itemsText())
 	conf := e.confidenceText()
 	p("pass rate [%s Wilson interval]; vs baseline: delta of pass rate [paired bootstrap %s interval], exact sign test\n\n", conf, conf)
 
@@ -175,6 +214,9 @@ func WriteExperimentTable(w io.Writer, e *Experiment) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if hits := e.cacheHitsText(oneLine); hits != "" {
+		p("cache hits: %s (no tokens, cost or model latency for those)\n", hits)
 	}
 
 	if len(e.Variants) > 1 {
@@ -225,8 +267,8 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	conf := e.confidenceText()
 	p("## evalrun experiment: %s\n\n", mdEscape(label(cmpOr(info.Name, info.ID))))
 	p("| experiment | dataset | baseline | variants | items |\n| --- | --- | --- | ---: | ---: |\n")
-	p("| `%s` | %s | %s | %d | %d |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
-		mdEscape(label(info.Baseline)), len(e.Variants), len(e.Items))
+	p("| `%s` | %s | %s | %d | %s |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
+		mdEscape(label(info.Baseline)), len(e.Variants), e.itemsText())
 
 	scorers := e.scorerNames()
 	p("### Pass rate (%s interval)\n\n", conf)
@@ -234,7 +276,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	for _, s := range scorers {
 		p(" %s |", mdEscape(label(s)))
 	}
-	p(" macro |\n| --- | --- | --- | --- |%s ---: |\n", strings.Repeat(" ---: |", len(scorers)))
+	p(" macro | failures |\n| --- | --- | --- | --- |%s ---: | ---: |\n", strings.Repeat(" ---: |", len(scorers)))
 	for i := range e.Variants {
 		v := &e.Variants[i]
 		name := mdEscape(label(v.Name))
@@ -245,7 +287,10 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 		for _, s := range scorers {
 			p(" %s%s |", pctCI(v.Scorers.Get(s)), verdictMark(v, s))
 		}
-		p(" %s |\n", percent(v.MacroPassRate))
+		p(" %s | %d |\n", percent(v.MacroPassRate), v.Failures)
+	}
+	if hits := e.cacheHitsText(mdEscape); hits != "" {
+		p("\n**Cache hits:** %s (no tokens, cost or model latency for those).\n", hits)
 	}
 	p("\n▲ better, ▼ worse than the baseline: p < %s (exact sign test) and the paired %s interval of the difference excludes 0.\n\n",
 		strconvAlpha(e.Method.Alpha), conf)

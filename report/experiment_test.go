@@ -473,7 +473,7 @@ func TestExperimentJSONShape(t *testing.T) {
 	variants := member(t, data, "variants")
 	big := element(t, variants, 1)
 	check("variant", big, "name", "run_id", "status", "target", "total", "succeeded", "failed",
-		"skipped", "failures", "duration_ms", "scorers", "macro_pass_rate", "usage", "vs_baseline")
+		"skipped", "failures", "duration_ms", "cache_hits", "scorers", "macro_pass_rate", "usage", "vs_baseline")
 	check("variant.target", member(t, big, "target"), "kind", "name")
 	check("variant.scorers", member(t, big, "scorers"), "exact", "judge")
 	check("variant scorer", member(t, member(t, big, "scorers"), "exact"),

@@ -54,6 +54,10 @@ func TestBrowserExperiment(t *testing.T) {
 	do(t, ctx, "filter: variants disagree",
 		chromedp.Click(css("#show-disagree")),
 		chromedp.Click(css("#apply")),
+		// The box is already checked on the page before the filtered one
+		// loads: wait for the filtered page, where q1 (on which every
+		// variant agrees) is gone.
+		chromedp.WaitNotPresent(css(`#experiment-items tr[data-item="q1"]`)),
 		chromedp.WaitVisible(css(`#show-disagree:checked`)))
 	if shown := get(t, ctx, "disagreeing rows", chromedp.Evaluate[string](ids)); shown != "q2,q3,q4" {
 		t.Fatalf("rows where the variants disagree %q, want q2,q3,q4", shown)

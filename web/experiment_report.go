@@ -38,6 +38,7 @@ type variantSummary struct {
 	Total         int                       `json:"total"`
 	Succeeded     int                       `json:"succeeded"`
 	Failed        int                       `json:"failed"`
+	CacheHits     int                       `json:"cache_hits"`
 	Scorers       map[string]*variantScorer `json:"scorers"`
 	MacroPassRate *float64                  `json:"macro_pass_rate"`
 	Usage         report.UsageSummary       `json:"usage"`

@@ -674,6 +674,8 @@ func TestExperimentVariantSelection(t *testing.T) {
 		{[]string{suite, "--format", "junit"}, "--format junit: JUnit has no form for an experiment"},
 		{[]string{suite, "-o", filepath.Join(b.dir, "x.html")}, "evalrun serve"},
 		{[]string{suite, "--outputs", filepath.Join(b.dir, "o.jsonl")}, "--outputs cannot be used with a suite with variants"},
+		// Distributed mode runs experiments (experiment_distributed.go), on PostgreSQL only.
+		{[]string{suite, "--distributed"}, "distributed mode needs PostgreSQL"},
 		{[]string{"--resume", "exp-20990101T000000-00000000"}, "experiment exp-20990101T000000-00000000 not found"},
 	} {
 		code, _, stderr := b.run(append([]string{"run", "-q"}, tc.args...)...)

@@ -224,6 +224,34 @@ func notFound(err error, what, todo string) error {
 	return err
 }
 
+// runNotFound is notFound for the run id, saying so when id is an
+// experiment's (the ids look alike, and both are printed when an
+// experiment starts).
+func runNotFound(ctx context.Context, store evalrun.RunStore, err error, id string) error {
+	if errors.Is(err, evalrun.ErrNotFound) {
+		if exp, xerr := evalrun.GetExperiment(ctx, store, id); xerr == nil && len(exp.Runs) > 0 {
+			return &notFoundError{msg: fmt.Sprintf("run %s not found: %s is an experiment: evalrun runs list --experiment %s lists its runs, "+
+				"evalrun report --experiment %s reports it", id, id, id, id)}
+		}
+	}
+	return notFound(err, "run "+id, "evalrun runs list shows the runs")
+}
+
+// experimentNotFound is notFound for the experiment id, saying so when id
+// is a run's.
+func experimentNotFound(ctx context.Context, store evalrun.RunStore, err error, id string) error {
+	if errors.Is(err, evalrun.ErrNotFound) {
+		if run, rerr := store.GetRun(ctx, id); rerr == nil {
+			if run.Experiment != "" {
+				return &notFoundError{msg: fmt.Sprintf("experiment %s not found: %s is a run of experiment %s: evalrun report --experiment %s "+
+					"reports the experiment, evalrun report %s this run", id, id, run.Experiment, run.Experiment, id)}
+			}
+			return &notFoundError{msg: fmt.Sprintf("experiment %s not found: %s is a run, of no experiment: evalrun report %s reports it", id, id, id)}
+		}
+	}
+	return notFound(err, "experiment "+id, "evalrun runs list shows the runs and the experiments they belong to")
+}
+
 // notFoundError is a message for people that matches evalrun.ErrNotFound.
 type notFoundError struct{ msg string }
 

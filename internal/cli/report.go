@@ -81,7 +81,7 @@ func (st *State) experimentReport(cmd *cobra.Command, id, format string, files [
 	return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
 		exp, err := evalrun.GetExperiment(ctx, store, id)
 		if err != nil {
-			return notFound(err, "experiment "+id, "evalrun runs list shows the runs and the experiments they belong to")
+			return experimentNotFound(ctx, store, err, id)
 		}
 		e, err := report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
 		if err != nil {
@@ -117,7 +117,7 @@ standard error and in the comparison. Markdown by default, JSON with --json; -o 
 			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
 				for _, id := range a {
 					if _, err := store.GetRun(ctx, id); err != nil {
-						return notFound(err, "run "+id, "evalrun runs list shows the runs")
+						return runNotFound(ctx, store, err, id)
 					}
 				}
 				c, err := report.CompareStore(ctx, store, a[0], a[1], report.CompareOptions{})

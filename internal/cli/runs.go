@@ -139,7 +139,7 @@ func newRunsShowCmd(st *State) *cobra.Command {
 			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
 				r, err := store.GetRun(ctx, a[0])
 				if err != nil {
-					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+					return runNotFound(ctx, store, err, a[0])
 				}
 				if asJSON {
 					return writeJSON(st.Stdout, jsonOfRun(r))
@@ -205,7 +205,7 @@ counts, whether or not a coordinating "evalrun run" still waits for it.`,
 				}
 				r, err := store.GetRun(ctx, a[0])
 				if err != nil {
-					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
+					return runNotFound(ctx, store, err, a[0])
 				}
 				if !r.Status.Cancelable() {
 					return ended(r)
