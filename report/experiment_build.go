@@ -93,7 +93,7 @@ func (b *experimentBuilder) build() *Experiment {
 		Experiment: ExperimentInfo{ID: b.exp.ID, Name: b.exp.Name, Baseline: b.names[0],
 			Dataset: DatasetRef{Name: b.exp.Dataset, Version: b.exp.DatasetVersion}},
 		Method: ExperimentMethod{PassRateInterval: "Wilson score", Z: zOf(o.Alpha),
-			Delta: "variant pass rate minus baseline pass rate over the pairs (item id, repeat); a target or scorer failure counts as not passed",
+			Delta: "variant pass rate minus baseline pass rate over the pairs (item id, repeat); a target or scorer failure counts as not passed; the unit of the interval and the test is the item (the mean of its repeats)",
 			CompareMethod: CompareMethod{Interval: "paired bootstrap (percentile)", Confidence: 1 - o.Alpha,
 				Resamples: o.Resamples, Seed: o.Seed, Test: "exact two-sided sign test (exact McNemar)", Alpha: o.Alpha}},
 		Variants: make([]VariantSummary, len(b.names)),
@@ -151,6 +151,12 @@ func (b *experimentBuilder) vsBaseline(i int, names []string) BaselineTable {
 	for j, n := range names {
 		jb[j], jv[j] = sideIndex(base, n), sideIndex(side, n)
 	}
+	// The statistics' unit is the item, not the result: with repeats, an
+	// item's difference is the mean of its repeats' differences, so that
+	// running a deterministic model K times does not multiply the evidence
+	// by K (the sign test and the bootstrap assume independent pairs).
+	// Without repeats the two are the same.
+	clusters := make([]itemClusters, len(names))
 	pairRows(base, side, nil, func(rb, rv *cmpRow) {
 		for j := range names {
 			vb, okB := rb.verdict(jb[j])
@@ -158,7 +164,9 @@ func (b *experimentBuilder) vsBaseline(i int, names []string) BaselineTable {
 			if !okB || !okV || !vb.scored && !vv.scored {
 				continue // as in compare: a scorer of one run only, or no score on either side
 			}
-			xs[j] = append(xs[j], float64(b2i(vv.passed)-b2i(vb.passed)))
+			x := float64(b2i(vv.passed) - b2i(vb.passed))
+			xs[j] = append(xs[j], x)
+			clusters[j].add(rb.id, x)
 		}
 	})
 	out := make(BaselineTable, len(names))
@@ -173,7 +181,7 @@ func (b *experimentBuilder) vsBaseline(i int, names []string) BaselineTable {
 			}
 		}
 		if len(xs[j]) > 0 {
-			t := pairedTest(xs[j], b.opts)
+			t := pairedTest(clusters[j].means(), b.opts)
 			d.Delta, d.CI, d.PValue = &t.delta, &[2]float64{t.lo, t.hi}, &t.p
 			switch {
 			case t.significant && t.delta > 0:
@@ -277,4 +285,34 @@ func wilson(passed, n int, z float64) (lo, hi float64) {
 		hi = 1
 	}
 	return lo, hi
+}
+
+// itemClusters gathers paired differences by item id, in first-seen order.
+type itemClusters struct {
+	at     map[string]int
+	sums   []float64
+	counts []int
+}
+
+func (c *itemClusters) add(id string, x float64) {
+	if c.at == nil {
+		c.at = map[string]int{}
+	}
+	i, ok := c.at[id]
+	if !ok {
+		i = len(c.sums)
+		c.at[id] = i
+		c.sums, c.counts = append(c.sums, 0), append(c.counts, 0)
+	}
+	c.sums[i] += x
+	c.counts[i]++
+}
+
+// means returns each item's mean difference.
+func (c *itemClusters) means() []float64 {
+	out := make([]float64, len(c.sums))
+	for i, s := range c.sums {
+		out[i] = s / float64(c.counts[i])
+	}
+	return out
 }

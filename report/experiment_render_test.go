@@ -303,16 +303,18 @@ var showMD bool
 //
 //	exact: base passes q0 only; cand passes all but q2#1 (its target
 //	       failed). x = 0 0 +1 +1 +1 0 (q2#1: base scored 0, cand crashed:
-//	       both not passed). N 6, delta 3/6 = 0.5, p = 2·(1/2)³ = 0.25.
+//	       both not passed). 6 pairs; by item (the mean of its repeats):
+//	       q0 0, q1 1, q2 0.5: delta 1.5/3 = 0.5, p = 2·(1/2)² = 0.5.
 //	judge: base passes repeat 0 only; cand's judge failed (error, no score)
 //	       on q1, its target on q2#1. x = 0 +1 −1 0 0 0: q1#0 passed in base
 //	       and errored in cand (−1); q1#1 base scored and failed, cand
-//	       errored: 0, still a pair. N 6, delta 0, p = 1.
+//	       errored: 0, still a pair. 6 pairs; items q0 0.5, q1 −0.5, q2 0:
+//	       delta 0, p = 1.
 func TestExperimentScorerErrors(t *testing.T) {
 	e := repeatsExperiment(t)
 	exact, judge := e.Variant("cand").VsBaseline.Get("exact"), e.Variant("cand").VsBaseline.Get("judge")
 	nearPtr(t, "exact delta", exact.Delta, 0.5, 1e-12)
-	nearPtr(t, "exact p", exact.PValue, 0.25, 1e-12)
+	nearPtr(t, "exact p", exact.PValue, 0.5, 1e-12)
 	if exact.Paired != 6 || exact.Improved != 3 || exact.Regressed != 0 || exact.Verdict != VerdictSame {
 		t.Errorf("exact = %+v", exact)
 	}

@@ -282,15 +282,17 @@ func TestExperimentItems(t *testing.T) {
 	}
 }
 
-// TestExperimentRepeats pairs by (item id, repeat): two items, two
+// TestExperimentRepeats pairs by (item id, repeat), and compares items:
+// an item's difference is the mean of its repeats'. Two items, two
 // repeats, exact only.
 //
 //	          a#0  a#1  b#0  b#1
 //	base      1    0    0    0
 //	cand      1    1    1    —  (b#1 missing: cancelled)
 //
-// Pairs: a#0 (x 0), a#1 (+1), b#0 (+1); b#1 only in base. delta = 2/3,
-// p = 2·(1/2)² = 0.5 → same. Wilson: base 1/4, cand 3/3 = [3/(3+z²), 1].
+// Pairs: a#0 (x 0), a#1 (+1), b#0 (+1); b#1 only in base. Items: a
+// (0+1)/2 = 0.5, b 1. delta = (0.5+1)/2 = 0.75, p = 2·(1/2)² = 0.5 (two
+// items, both positive) → same. Wilson: base 1/4, cand 3/3 = [3/(3+z²), 1].
 func TestExperimentRepeats(t *testing.T) {
 	mk := func(variant string, vi int, verdicts map[[2]int]bool) (*evalrun.Run, []*evalrun.ItemResult) {
 		run := expRun(variant, vi)
@@ -320,7 +322,7 @@ func TestExperimentRepeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := e.Variant("cand").VsBaseline.Get("exact")
-	nearPtr(t, "delta", d.Delta, 2.0/3, 1e-12)
+	nearPtr(t, "delta", d.Delta, 0.75, 1e-12)
 	nearPtr(t, "p", d.PValue, 0.5, 1e-12)
 	if d.Paired != 3 || d.Verdict != VerdictSame {
 		t.Errorf("delta = %+v", d)
