@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"unicode"
@@ -90,25 +89,7 @@ type AdversarialCategory struct {
 }
 
 // AdversarialTable is a list of categories written as a JSON object.
-type AdversarialTable []AdversarialCategory
-
-// MarshalJSON writes the table as an object in order.
-func (t AdversarialTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Category, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *AdversarialTable) UnmarshalJSON(data []byte) error {
-	*t = AdversarialTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		c := AdversarialCategory{Category: key}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-		*t = append(*t, c)
-		return nil
-	})
-}
+type AdversarialTable = keyedTable[AdversarialCategory, *AdversarialCategory]
 
 // adversarialOf normalizes metadata["adversarial"]: an object with optional
 // category, label, severity and frameworks (a string or a list; "framework"

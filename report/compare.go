@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -124,35 +123,7 @@ type ScorerDelta struct {
 
 // DeltaTable is a list of scorer deltas written as a JSON object keyed by
 // scorer name.
-type DeltaTable []ScorerDelta
-
-// Get returns the named scorer's delta, or nil.
-func (t DeltaTable) Get(name string) *ScorerDelta {
-	for i := range t {
-		if t[i].Name == name {
-			return &t[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the table as an object in order.
-func (t DeltaTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *DeltaTable) UnmarshalJSON(data []byte) error {
-	*t = DeltaTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		d := ScorerDelta{Name: key}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return err
-		}
-		*t = append(*t, d)
-		return nil
-	})
-}
+type DeltaTable = keyedTable[ScorerDelta, *ScorerDelta]
 
 // ItemChange is one scorer's verdict on one item that flipped between the
 // runs. An item regressed when it passed in A and does not pass in B (its

@@ -53,7 +53,7 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison, opts MarkdownOptions) e
 				ci = fmt.Sprintf("[%+.3f, %+.3f]", *d.CILow, *d.CIHigh)
 			}
 			p("| %s | %d | %d / %d | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", mdEscape(d.Name), d.Paired, d.FailedA, d.FailedB,
-				ptrValue(d.MeanA, "%.3f"), ptrValue(d.MeanB, "%.3f"), delta, ci, pValueText(d.PValue),
+				ptrValue(d.MeanA, "%.3f"), ptrValue(d.MeanB, "%.3f"), delta, ci, pText(d.PValue),
 				percent(d.PassRateA), percent(d.PassRateB), d.Regressed, d.Improved)
 		}
 		p("\nPairs: the paired items at least one run scored; a run whose target or scorer failed on an item counts as a failure there (score 0, not passed; \"failed A / B\"). Means, Δ and pass rates are over those pairs.\n")
@@ -118,7 +118,9 @@ func intOrDash(p *int) string {
 	return strconv.Itoa(*p)
 }
 
-func pValueText(p *float64) string {
+// pText is a p-value for people: three decimals, "<0.001" below, "—"
+// when there is none.
+func pText(p *float64) string {
 	switch {
 	case p == nil:
 		return "—"

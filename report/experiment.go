@@ -115,36 +115,7 @@ type VariantScorer struct {
 
 // VariantScorerTable is a list of variant scorers in the run's order,
 // written as a JSON object keyed by scorer name.
-type VariantScorerTable []VariantScorer
-
-// Get returns the named scorer, or nil.
-func (t VariantScorerTable) Get(name string) *VariantScorer {
-	for i := range t {
-		if t[i].Name == name {
-			return &t[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the table as an object in order.
-func (t VariantScorerTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *VariantScorerTable) UnmarshalJSON(data []byte) error {
-	*t = VariantScorerTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		var s VariantScorer
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
-		}
-		s.Name = key
-		*t = append(*t, s)
-		return nil
-	})
-}
+type VariantScorerTable = keyedTable[VariantScorer, *VariantScorer]
 
 // BaselineDelta compares one scorer of a variant with the baseline's over
 // the pairs of results with the same (item id, repeat). A pair counts when
@@ -174,35 +145,7 @@ type BaselineDelta struct {
 
 // BaselineTable is a list of deltas in the variant's scorer order,
 // written as a JSON object keyed by scorer name.
-type BaselineTable []BaselineDelta
-
-// Get returns the named scorer's delta, or nil.
-func (t BaselineTable) Get(name string) *BaselineDelta {
-	for i := range t {
-		if t[i].Name == name {
-			return &t[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the table as an object in order.
-func (t BaselineTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *BaselineTable) UnmarshalJSON(data []byte) error {
-	*t = BaselineTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		d := BaselineDelta{Name: key}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return err
-		}
-		*t = append(*t, d)
-		return nil
-	})
-}
+type BaselineTable = keyedTable[BaselineDelta, *BaselineDelta]
 
 // ExperimentItem is one item (one repeat of it) with every variant's
 // result.
@@ -322,35 +265,17 @@ func (s *PassValues) UnmarshalJSON(data []byte) error {
 }
 
 // VariantResults are an item's results keyed by variant, in variant order.
-type VariantResults []VariantResult
+type VariantResults = keyedTable[VariantResult, *VariantResult]
 
-// Get returns the named variant's result, or nil.
-func (t VariantResults) Get(variant string) *VariantResult {
-	for i := range t {
-		if t[i].Variant == variant {
-			return &t[i]
-		}
+// UnmarshalJSON reads a result; an output of null reads as nil, as the
+// builder leaves a failed target's.
+func (r *VariantResult) UnmarshalJSON(data []byte) error {
+	type plain VariantResult
+	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
+		return err
 	}
+	r.Output = nullToNil(r.Output)
 	return nil
-}
-
-// MarshalJSON writes the results as an object in variant order.
-func (t VariantResults) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Variant, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *VariantResults) UnmarshalJSON(data []byte) error {
-	*t = VariantResults{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		v := VariantResult{Variant: key}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		v.Output = nullToNil(v.Output)
-		*t = append(*t, v)
-		return nil
-	})
 }
 
 // Report returns the named variant's run report, or nil when the

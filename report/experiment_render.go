@@ -102,17 +102,6 @@ func (e *Experiment) cacheHitsText(esc func(string) string) string {
 	return strings.Join(parts, ", ")
 }
 
-// pText is a p-value for people: three decimals, "<0.001" below.
-func pText(p *float64) string {
-	switch {
-	case p == nil:
-		return "—"
-	case *p < 0.001:
-		return "<0.001"
-	}
-	return fmt.Sprintf("%.3f", *p)
-}
-
 // signed is x with its sign, "%+.2f"; -0 shows as +0.00.
 func signed(x float64) string {
 	if x == 0 {

@@ -1,10 +1,8 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -209,35 +207,7 @@ type FlakyItem struct {
 
 // ScorerTable is a list of scorer statistics in suite order, written as a
 // JSON object keyed by scorer name.
-type ScorerTable []ScorerStats
-
-// Get returns the named scorer's statistics, or nil.
-func (t ScorerTable) Get(name string) *ScorerStats {
-	for i := range t {
-		if t[i].Name == name {
-			return &t[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the table as an object in suite order.
-func (t ScorerTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Name, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *ScorerTable) UnmarshalJSON(data []byte) error {
-	*t = ScorerTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		s := ScorerStats{Name: key}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
-		}
-		*t = append(*t, s)
-		return nil
-	})
-}
+type ScorerTable = keyedTable[ScorerStats, *ScorerStats]
 
 // Cohort aggregates the results of the items carrying one tag, or of the
 // untagged items.
@@ -255,35 +225,7 @@ type Cohort struct {
 
 // CohortTable is a list of cohorts, tags in byte order then the untagged
 // cohort, written as a JSON object.
-type CohortTable []Cohort
-
-// Get returns the cohort with the given key (see [CohortKey]), or nil.
-func (t CohortTable) Get(key string) *Cohort {
-	for i := range t {
-		if t[i].Key == key {
-			return &t[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the table as an object in order.
-func (t CohortTable) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(t), func(i int) (string, any) { return t[i].Key, &t[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (t *CohortTable) UnmarshalJSON(data []byte) error {
-	*t = CohortTable{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		c := Cohort{Key: key}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-		*t = append(*t, c)
-		return nil
-	})
-}
+type CohortTable = keyedTable[Cohort, *Cohort]
 
 // CohortKey returns the JSON key of the cohort of tag. Keys must never
 // collide with [UntaggedCohort], so a tag equal to "untagged" or starting
@@ -413,89 +355,4 @@ type ItemScore struct {
 
 // ItemScores is a list of verdicts in suite order, written as a JSON object
 // keyed by scorer name.
-type ItemScores []ItemScore
-
-// Get returns the named scorer's verdict, or nil.
-func (s ItemScores) Get(name string) *ItemScore {
-	for i := range s {
-		if s[i].Scorer == name {
-			return &s[i]
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the verdicts as an object in suite order.
-func (s ItemScores) MarshalJSON() ([]byte, error) {
-	return marshalObject(len(s), func(i int) (string, any) { return s[i].Scorer, &s[i] })
-}
-
-// UnmarshalJSON reads an object, keeping its key order.
-func (s *ItemScores) UnmarshalJSON(data []byte) error {
-	*s = ItemScores{}
-	return unmarshalObject(data, func(key string, raw json.RawMessage) error {
-		v := ItemScore{Scorer: key}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		*s = append(*s, v)
-		return nil
-	})
-}
-
-// marshalObject writes n key/value pairs as a JSON object in order.
-func marshalObject(n int, kv func(i int) (string, any)) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i := range n {
-		k, v := kv(i)
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(kb)
-		buf.WriteByte(':')
-		vb, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(vb)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// unmarshalObject calls fn with each member of a JSON object, in order. A
-// JSON null gives no member.
-func unmarshalObject(data []byte, fn func(key string, raw json.RawMessage) error) error {
-	if string(bytes.TrimSpace(data)) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("report: expected a JSON object, got %v", tok)
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		if err := fn(key, raw); err != nil {
-			return fmt.Errorf("report: %q: %w", key, err)
-		}
-	}
-	_, err = dec.Token()
-	return err
-}
+type ItemScores = keyedTable[ItemScore, *ItemScore]

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,84 +14,46 @@ import (
 	"github.com/evalrun/evalrun/storetest"
 )
 
-// TestMigrateFromVersion1 opens a database left at schema version 1 with a
-// run in it: Open applies the later migrations, the run reads back with
-// concurrency 0, the new columns, the response cache and the stored reports work.
-func TestMigrateFromVersion1(t *testing.T) {
-	ctx := context.Background()
-	all, err := sqlstore.LoadMigrations(migrationFS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) < 2 {
-		t.Fatalf("%d migrations, want at least 2", len(all))
-	}
-	path := filepath.Join(t.TempDir(), "v1.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, db, all[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
-		failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'd', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a version 1 database: %v", err)
-	}
-	defer s.Close()
-	var version int
-	if err := s.reader.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
-		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
-	}
-	storetest.MigratedRun(t, s, "old")
+// stmt is a statement and its arguments.
+type stmt struct {
+	sql  string
+	args []any
 }
 
-// TestMigrateFromVersion4 opens a database left at schema version 4 (before
-// agents) with a dataset, a run and a result in it: Open applies version 5,
-// the old rows read back without mocks or trajectories, and the new columns
-// take values.
-func TestMigrateFromVersion4(t *testing.T) {
+// oldRun is a completed run 'old' of dataset d, as a schema of version 1
+// to 5 stores it.
+var oldRun = stmt{sql: `INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
+	failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'd', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`}
+
+// openFromVersion makes a database left at schema version n, whose next
+// migration is named next (any when ""), runs stmts in it and opens it
+// with Open, which must bring it to the last version. The store is closed
+// when the test ends.
+func openFromVersion(t *testing.T, n int, next string, stmts ...stmt) *Store {
+	t.Helper()
 	ctx := context.Background()
 	all, err := sqlstore.LoadMigrations(migrationFS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) < 5 || all[4].Name != "005_agents.sql" {
-		t.Fatalf("migrations %d, want 005_agents.sql as the fifth", len(all))
+	if len(all) <= n {
+		t.Fatalf("%d migrations, want at least %d", len(all), n+1)
 	}
-	path := filepath.Join(t.TempDir(), "v4.db")
+	if next != "" && all[n].Name != next {
+		t.Fatalf("migration %d is %s, want %s", n+1, all[n].Name, next)
+	}
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", n))
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(ctx, db, all[:4]); err != nil {
+	if err := migrate(ctx, db, all[:n]); err != nil {
+		db.Close()
 		t.Fatal(err)
 	}
-	it := &evalrun.Item{ID: "a", Input: evalrun.String("q"), Expected: evalrun.String("x")}
-	plan, err := dataset.PlanVersion(false, nil, []*evalrun.Item{it})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO datasets VALUES ('old', 1, 1, 1, 1)`, nil},
-		{`INSERT INTO dataset_versions VALUES ('old', 1, 1, 1, 1, 0, 0)`, nil},
-		{`INSERT INTO dataset_items (dataset, item_id, valid_from, ord, hash, input, expected) VALUES ('old', 'a', 1, ?, ?, ?, ?)`,
-			[]any{plan.Insert[0].Key, plan.Insert[0].Hash, []byte(it.Input), []byte(it.Expected)}},
-		{`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
-			failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'old', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`, nil},
-		{`INSERT INTO results (run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns, trace_id, cache_hit)
-			VALUES ('old', 0, 0, 'a', CAST('"x"' AS BLOB), '', '', 1, 0, 5, '', 0)`, nil},
-	} {
+	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q.sql, q.args...); err != nil {
+			db.Close()
 			t.Fatalf("%s: %v", q.sql, err)
 		}
 	}
@@ -98,13 +61,42 @@ func TestMigrateFromVersion4(t *testing.T) {
 
 	s, err := Open(ctx, path)
 	if err != nil {
-		t.Fatalf("Open of a version 4 database: %v", err)
+		t.Fatalf("Open of a version %d database: %v", n, err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	var version int
 	if err := s.reader.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
 		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
 	}
+	return s
+}
+
+// TestMigrateFromVersion1 opens a database left at schema version 1 with a
+// run in it: Open applies the later migrations, the run reads back with
+// concurrency 0, the new columns, the response cache and the stored reports work.
+func TestMigrateFromVersion1(t *testing.T) {
+	storetest.MigratedRun(t, openFromVersion(t, 1, "", oldRun), "old")
+}
+
+// TestMigrateFromVersion4 opens a database left at schema version 4 (before
+// agents) with a dataset, a run and a result in it: Open applies version 5,
+// the old rows read back without mocks or trajectories, and the new columns
+// take values.
+func TestMigrateFromVersion4(t *testing.T) {
+	it := &evalrun.Item{ID: "a", Input: evalrun.String("q"), Expected: evalrun.String("x")}
+	plan, err := dataset.PlanVersion(false, nil, []*evalrun.Item{it})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openFromVersion(t, 4, "005_agents.sql",
+		stmt{`INSERT INTO datasets VALUES ('old', 1, 1, 1, 1)`, nil},
+		stmt{`INSERT INTO dataset_versions VALUES ('old', 1, 1, 1, 1, 0, 0)`, nil},
+		stmt{`INSERT INTO dataset_items (dataset, item_id, valid_from, ord, hash, input, expected) VALUES ('old', 'a', 1, ?, ?, ?, ?)`,
+			[]any{plan.Insert[0].Key, plan.Insert[0].Hash, []byte(it.Input), []byte(it.Expected)}},
+		stmt{`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
+			failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'old', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`, nil},
+		stmt{`INSERT INTO results (run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns, trace_id, cache_hit)
+			VALUES ('old', 0, 0, 'a', CAST('"x"' AS BLOB), '', '', 1, 0, 5, '', 0)`, nil})
 	storetest.MigratedAgents(t, s, "old")
 }
 
@@ -112,38 +104,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 // experiments) with a run in it: Open applies version 6, the run reads back
 // as a run on its own, and runs of an experiment can be stored beside it.
 func TestMigrateFromVersion5(t *testing.T) {
-	ctx := context.Background()
-	all, err := sqlstore.LoadMigrations(migrationFS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) < 6 || all[5].Name != "006_experiments.sql" {
-		t.Fatalf("migrations %d, want 006_experiments.sql as the sixth", len(all))
-	}
-	path := filepath.Join(t.TempDir(), "v5.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, db, all[:5]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
-		failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'd', 1, CAST('{}' AS BLOB), CAST('[]' AS BLOB), 'completed', 1, 1, 0, 0, 0, '', 1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a version 5 database: %v", err)
-	}
-	defer s.Close()
-	var version int
-	if err := s.reader.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(all) {
-		t.Fatalf("schema version after Open = %d (%v), want %d", version, err, len(all))
-	}
-	storetest.MigratedExperimentFields(t, s, "old")
+	storetest.MigratedExperimentFields(t, openFromVersion(t, 5, "006_experiments.sql", oldRun), "old")
 }
 
 // TestListRunsExperimentIndex checks that ListRuns of one experiment reads

@@ -39,6 +39,22 @@ func view(t *testing.T, s *suite.Suite, name string) *suite.Suite {
 	return v
 }
 
+// rebuild returns the suite rebuilt from v's stored run config (with
+// openaiEnv), as resume rebuilds it; it is closed when the test ends.
+func rebuild(t *testing.T, v *suite.Suite) *suite.Suite {
+	t.Helper()
+	rc, err := v.RunConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList(openaiEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Close() })
+	return back
+}
+
 func TestVariantsParse(t *testing.T) {
 	s, err := parse(t, openaiVariants, openaiEnv...)
 	if err != nil {
@@ -133,15 +149,7 @@ func TestVariantsRateOverride(t *testing.T) {
 	if terse.RateLimit.String() != "50/m" {
 		t.Errorf("terse view rate %v", terse.RateLimit)
 	}
-	rc, err := terse.RunConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList(openaiEnv)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer back.Close()
+	back := rebuild(t, terse)
 	if back.RateLimit.String() != "50/m" {
 		t.Errorf("rebuilt terse rate %v", back.RateLimit)
 	}
@@ -575,15 +583,7 @@ func TestVariantViewOverridesAreItsOwn(t *testing.T) {
 	if other := view(t, s, "terse"); other.RateLimit.String() != "2/s" || other.Execution.Concurrency != suite.DefaultExecution().Concurrency {
 		t.Errorf("a new view has the other view's overrides: %v %d", other.RateLimit, other.Execution.Concurrency)
 	}
-	rc, err := terse.RunConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := suite.FromRunConfig(rc, suite.Options{Env: suite.EnvList(openaiEnv)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer back.Close()
+	back := rebuild(t, terse)
 	if back.RateLimit.String() != "1/s" || back.Execution.Concurrency != 3 {
 		t.Errorf("rebuilt view: rate %v, concurrency %d", back.RateLimit, back.Execution.Concurrency)
 	}

@@ -367,6 +367,23 @@ func TestBrowserScreenshots(t *testing.T) {
 	t.Logf("wrote %s/run.png and compare.png", dir)
 }
 
+// screenshot takes a full-page screenshot (label names the step in
+// errors), fails the test when it is under 1000 bytes and, with
+// -screenshots or EVALRUN_UPDATE_SCREENSHOTS=1, writes it to docs/img/name.
+func screenshot(t *testing.T, ctx context.Context, label, name string) {
+	t.Helper()
+	png := get(t, ctx, label, chromedp.FullScreenshot(100))
+	if len(png) < 1000 {
+		t.Fatalf("screenshot of %d bytes", len(png))
+	}
+	if *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("wrote docs/img/" + name)
+	}
+}
+
 // TestBrowserAgentItem opens an agent item in a real browser: the timeline
 // shows the calls in order, the mocked badge on the mocked call, the
 // failed call's error drawn as one, a collapsed argument that opens on a
@@ -497,14 +514,5 @@ func TestBrowserAgentScreenshot(t *testing.T) {
 	if n := get(t, ctx, "calls", chromedp.Evaluate[int](`document.querySelectorAll("#timeline > li.call").length`)); n != 3 {
 		t.Fatalf("%d calls drawn, want 3", n)
 	}
-	png := get(t, ctx, "item screenshot", chromedp.FullScreenshot(100))
-	if len(png) < 1000 {
-		t.Fatalf("screenshot of %d bytes", len(png))
-	}
-	if *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "img", "trajectory.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("wrote docs/img/trajectory.png")
-	}
+	screenshot(t, ctx, "item screenshot", "trajectory.png")
 }

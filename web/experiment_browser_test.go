@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -138,14 +136,5 @@ func TestBrowserExperimentScreenshot(t *testing.T) {
 	if rows := get(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll("#experiment-items tbody tr[data-item]").length`)); rows != 6 {
 		t.Fatalf("%d item rows, want a page of 6", rows)
 	}
-	png := get(t, ctx, "experiment screenshot", chromedp.FullScreenshot(100))
-	if len(png) < 1000 {
-		t.Fatalf("screenshot of %d bytes", len(png))
-	}
-	if *screenshots || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "img", "experiment.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("wrote docs/img/experiment.png")
-	}
+	screenshot(t, ctx, "experiment screenshot", "experiment.png")
 }

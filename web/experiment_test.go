@@ -372,19 +372,7 @@ func TestExperimentErrors(t *testing.T) {
 			paths[1] = "/api/experiments/" + expID + "/items?" + strings.SplitN(tt.path, "?", 2)[1]
 		}
 		for _, path := range paths {
-			t.Run(path[:min(len(path), 90)], func(t *testing.T) {
-				resp := b.get(t, path)
-				if resp.status != tt.status {
-					t.Fatalf("status %d, want %d; body:\n%.2000s", resp.status, tt.status, resp.body)
-				}
-				msg := resp.body
-				if strings.HasPrefix(path, "/api/") {
-					msg = decode[apiError](t, resp).Error
-				}
-				if !strings.Contains(msg, tt.want) && !strings.Contains(msg, htmlEscaped(tt.want)) {
-					t.Errorf("message lacks %q:\n%.2000s", tt.want, msg)
-				}
-			})
+			t.Run(path[:min(len(path), 90)], func(t *testing.T) { b.wantError(t, path, tt.status, tt.want) })
 		}
 	}
 	// The JSON report takes no parameters.

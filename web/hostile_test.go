@@ -92,23 +92,29 @@ func TestHostileParams(t *testing.T) {
 			if strings.HasPrefix(path, "/api/?") {
 				path = "/api/runs?" + strings.TrimPrefix(path, "/api/?")
 			}
-			t.Run(path[:min(len(path), 90)], func(t *testing.T) {
-				resp := b.get(t, path)
-				if resp.status != tt.status {
-					t.Fatalf("status %d, want %d; body:\n%.2000s", resp.status, tt.status, resp.body)
-				}
-				msg := resp.body
-				if strings.HasPrefix(path, "/api/") {
-					msg = decode[apiError](t, resp).Error
-				}
-				if !strings.Contains(msg, tt.want) && !strings.Contains(msg, htmlEscaped(tt.want)) {
-					t.Errorf("message lacks %q:\n%.2000s", tt.want, msg)
-				}
-			})
+			t.Run(path[:min(len(path), 90)], func(t *testing.T) { b.wantError(t, path, tt.status, tt.want) })
 		}
 	}
 	if strings.Contains(logs.String(), "panic") {
 		t.Errorf("a handler panicked:\n%s", logs.String())
+	}
+}
+
+// wantError checks that path answers status with a message containing
+// want: a page's body (want may be HTML-escaped there), or the "error" of
+// the API's JSON (paths under /api/).
+func (b *bundle) wantError(t *testing.T, path string, status int, want string) {
+	t.Helper()
+	resp := b.get(t, path)
+	if resp.status != status {
+		t.Fatalf("status %d, want %d; body:\n%.2000s", resp.status, status, resp.body)
+	}
+	msg := resp.body
+	if strings.HasPrefix(path, "/api/") {
+		msg = decode[apiError](t, resp).Error
+	}
+	if !strings.Contains(msg, want) && !strings.Contains(msg, htmlEscaped(want)) {
+		t.Errorf("message lacks %q:\n%.2000s", want, msg)
 	}
 }
 

@@ -18,43 +18,10 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/evalrun-variants.XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-(cd "$root" && go build -o "$tmp/fakemodel" ./examples/variants/cmd/fakemodel)
-evalrun=${EVALRUN:-}
-if [ -z "$evalrun" ]; then
-	(cd "$root" && go build -o "$tmp/evalrun" ./cmd/evalrun)
-	evalrun=$tmp/evalrun
-fi
-
-"$tmp/fakemodel" -url-file "$tmp/url" >/dev/null &
-pid=$!
-# Wait for the server to write its URL (it does once it listens).
-i=0
-while [ ! -s "$tmp/url" ]; do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		echo "run.sh: the fake model did not start" >&2
-		exit 1
-	fi
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "run.sh: the fake model did not listen within 10 s" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-VARIANTS_BASE_URL=$(cat "$tmp/url")
+# The fake model's start and stop are shared with the other examples.
+. "$root/examples/internal/fakemodel.sh"
+start_fakemodel variants
+VARIANTS_BASE_URL=$fakemodel_url
 export VARIANTS_BASE_URL
 echo "run.sh: fake model at $VARIANTS_BASE_URL" >&2
 

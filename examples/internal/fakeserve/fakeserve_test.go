@@ -1,4 +1,4 @@
-package main
+package fakeserve
 
 import (
 	"context"
@@ -9,15 +9,25 @@ import (
 	"testing"
 )
 
-// The command listens on a free port, writes its URL where run.sh waits
-// for it, answers chat completions there, and stops when its context ends.
+// chat stands for an example's fake model: it answers chat completions.
+var chat = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Write([]byte(`{"choices":[]}`))
+})
+
+// Serve listens on a free port, writes its URL where run.sh waits for
+// it, serves the model's chat completions there, and stops when its
+// context ends.
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	file := filepath.Join(t.TempDir(), "url")
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, "127.0.0.1:0", file, func(u string) { urls <- u }) }()
+	go func() { done <- Serve(ctx, chat, "127.0.0.1:0", file, func(u string) { urls <- u }) }()
 	var url string
 	select {
 	case url = <-urls:
@@ -48,7 +58,7 @@ func TestServe(t *testing.T) {
 
 // A URL file in a directory that does not exist is an error, not a hang.
 func TestServeBadURLFile(t *testing.T) {
-	err := serve(context.Background(), "127.0.0.1:0", filepath.Join(t.TempDir(), "no", "url"), func(string) { t.Error("ready called") })
+	err := Serve(context.Background(), chat, "127.0.0.1:0", filepath.Join(t.TempDir(), "no", "url"), func(string) { t.Error("ready called") })
 	if err == nil {
 		t.Fatal("no error")
 	}
