@@ -136,7 +136,7 @@ func WriteExperimentTable(w io.Writer, e *Experiment) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	info := &e.Experiment
 	p("experiment %s  %s  dataset %s  baseline %s  variants %d  items %d\n", oneLine(info.ID), oneLine(cmpOr(info.Name, "—")),
-		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), len(e.Items))
+		oneLine(datasetText(info.Dataset)), oneLine(label(info.Baseline)), len(e.Variants), e.ItemCount())
 	conf := e.confidenceText()
 	p("pass rate [%s Wilson interval]; vs baseline: delta of pass rate [paired bootstrap %s interval], exact sign test\n\n", conf, conf)
 
@@ -220,7 +220,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	p("## evalrun experiment: %s\n\n", mdEscape(label(cmpOr(info.Name, info.ID))))
 	p("| experiment | dataset | baseline | variants | items |\n| --- | --- | --- | ---: | ---: |\n")
 	p("| `%s` | %s | %s | %d | %d |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
-		mdEscape(label(info.Baseline)), len(e.Variants), len(e.Items))
+		mdEscape(label(info.Baseline)), len(e.Variants), e.ItemCount())
 
 	scorers := e.scorerNames()
 	p("### Pass rate (%s interval)\n\n", conf)
@@ -276,14 +276,9 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	}
 	p("\n")
 
-	var disagree []*ExperimentItem
-	for i := range e.Items {
-		if e.Items[i].Disagree {
-			disagree = append(disagree, &e.Items[i])
-		}
-	}
-	p("### Items where variants disagree (%d of %d)\n\n", len(disagree), len(e.Items))
-	if len(disagree) == 0 {
+	disagree, ndisagree := e.disagreeRows(maxDisagreeRows)
+	p("### Items where variants disagree (%d of %d)\n\n", ndisagree, e.ItemCount())
+	if ndisagree == 0 {
 		p("None.\n")
 		return bw.Flush()
 	}
@@ -292,14 +287,14 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 		p(" %s |", mdEscape(label(v.Name)))
 	}
 	p("\n| --- |%s\n", strings.Repeat(" --- |", len(e.Variants)))
-	for _, it := range disagree[:min(len(disagree), maxDisagreeRows)] {
+	for _, it := range disagree {
 		p("| %s |", mdEscape(keyText(label(it.ID), it.Repeat)))
 		for _, v := range e.Variants {
 			p(" %s |", mdCell(it.Variants.Get(v.Name)))
 		}
 		p("\n")
 	}
-	if more := len(disagree) - maxDisagreeRows; more > 0 {
+	if more := ndisagree - len(disagree); more > 0 {
 		p("\n… and %d more\n", more)
 	}
 	p("\n✓ passed, ✗ not passed, per scorer; then the output (cut to %d characters).\n", maxOutputRunes)
