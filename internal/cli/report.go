@@ -83,7 +83,9 @@ func (st *State) experimentReport(cmd *cobra.Command, id, format string, files [
 		if err != nil {
 			return notFound(err, "experiment "+id, "evalrun runs list shows the runs and the experiments they belong to")
 		}
-		e, err := report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
+		// The items side by side are read from storage while the JSON is
+		// written: memory does not grow with the outputs of every item.
+		e, err := report.BuildExperimentStreamStore(ctx, store, exp, report.CompareOptions{})
 		if err != nil {
 			return fmt.Errorf("experiment %s: %w", id, err)
 		}
