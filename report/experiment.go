@@ -433,7 +433,8 @@ func BuildExperiment(exp *evalrun.Experiment, reps []*Report, opts CompareOption
 // BuildExperimentStore builds the experiment report of exp from storage:
 // each variant's run report rebuilt from its stored results (as
 // [FromStore] does, without item rows) and the items side by side, in one
-// scan of each run's results. Memory grows with items × variants. Errors
+// scan of each run's results. Memory grows with items × variants × output
+// size; [BuildExperimentStreamStore] gives the same report without. Errors
 // are those of [BuildExperiment], the store's (evalrun.ErrNotFound for a
 // run that is gone) or ctx's.
 func BuildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions) (*Experiment, error) {
