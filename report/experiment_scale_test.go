@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/sqlite"
 )
 
 // scaleExperiment stores an experiment of three variants over n items
@@ -19,9 +21,15 @@ import (
 // disagree (more than Markdown lists).
 func scaleExperiment(t *testing.T, n, repeats int) (evalrun.RunStore, *evalrun.Experiment) {
 	t.Helper()
-	ctx := context.Background()
 	st := inmem.New()
 	t.Cleanup(func() { st.Close() })
+	return scaleExperimentIn(t, st, n, repeats)
+}
+
+// scaleExperimentIn is scaleExperiment in st.
+func scaleExperimentIn(t *testing.T, st evalrun.Store, n, repeats int) (evalrun.RunStore, *evalrun.Experiment) {
+	t.Helper()
+	ctx := context.Background()
 	items := make([]*evalrun.Item, n)
 	for i := range items {
 		items[i] = item(fmt.Sprintf("q%04d", i), []any{"t" + fmt.Sprint(i%3)})
@@ -80,10 +88,25 @@ func scaleExperiment(t *testing.T, n, repeats int) (evalrun.RunStore, *evalrun.E
 // writes the same JSON, Markdown and table as the one holding its items,
 // and holds none of them.
 func TestExperimentStreamSameBytes(t *testing.T) {
-	for _, tc := range []struct{ n, repeats int }{{0, 1}, {5, 1}, {400, 1}, {150, 3}, {4, 200}} {
-		t.Run(fmt.Sprintf("n%d_r%d", tc.n, tc.repeats), func(t *testing.T) {
+	type tcase struct {
+		n, repeats int
+		sqlite     bool
+	}
+	for _, tc := range []tcase{{0, 1, false}, {5, 1, false}, {400, 1, false}, {150, 3, false}, {4, 200, false}, {300, 2, true}} {
+		t.Run(fmt.Sprintf("n%d_r%d_sqlite%v", tc.n, tc.repeats, tc.sqlite), func(t *testing.T) {
 			ctx := context.Background()
-			st, exp := scaleExperiment(t, tc.n, tc.repeats)
+			var st evalrun.RunStore
+			var exp *evalrun.Experiment
+			if tc.sqlite {
+				db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "e.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				st, exp = scaleExperimentIn(t, db, tc.n, tc.repeats)
+			} else {
+				st, exp = scaleExperiment(t, tc.n, tc.repeats)
+			}
 			want, err := BuildExperimentStore(ctx, st, exp, CompareOptions{})
 			if err != nil {
 				t.Fatal(err)
