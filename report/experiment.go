@@ -47,6 +47,9 @@ type Experiment struct {
 	// reports are the variants' run reports, indexed like Variants; nil
 	// for an experiment read from JSON.
 	reports []*Report
+	// stream is where the items are read when Items is nil (an
+	// experiment built by BuildExperimentStreamStore).
+	stream *experimentStream
 }
 
 // ExperimentInfo is the "experiment" block.
@@ -358,7 +361,8 @@ func BuildExperiment(exp *evalrun.Experiment, reps []*Report, opts CompareOption
 // BuildExperimentStore builds the experiment report of exp from storage:
 // each variant's run report rebuilt from its stored results (as
 // [FromStore] does, without item rows) and the items side by side, in one
-// scan of each run's results. Memory grows with items × variants. Errors
+// scan of each run's results. Memory grows with items × variants × output
+// size; [BuildExperimentStreamStore] gives the same report without. Errors
 // are those of [BuildExperiment], the store's (evalrun.ErrNotFound for a
 // run that is gone) or ctx's.
 func BuildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment, opts CompareOptions) (*Experiment, error) {
@@ -415,8 +419,14 @@ func buildExperimentStore(ctx context.Context, store evalrun.RunStore, exp *eval
 
 // WriteExperimentJSON writes e as the experiment JSON report, indented by
 // two spaces, fields in a stable order, followed by a newline; deep item
-// values are written compact as [WriteJSON] does.
+// values are written compact as [WriteJSON] does. An experiment built by
+// [BuildExperimentStreamStore] has its items read from storage while they
+// are written, the same bytes as [BuildExperimentStore]'s would be; on an
+// error part of the report may have been written.
 func WriteExperimentJSON(w io.Writer, e *Experiment) error {
+	if e.stream != nil && e.Items == nil {
+		return writeExperimentJSONStream(context.Background(), w, e)
+	}
 	out, err := bounded.MarshalIndent(e, "", bounded.IndentDepth, false)
 	if err != nil {
 		return err

@@ -63,11 +63,7 @@ func (b *experimentBuilder) addRow(v int, it *ItemRow) {
 	k := expKey{it.Index, it.Repeat, it.ID}
 	item := b.items[k]
 	if item == nil {
-		item = &ExperimentItem{Index: it.Index, Repeat: it.Repeat, ID: it.ID, Tags: it.Tags,
-			Input: it.Input, Expected: it.Expected}
-		if item.Tags == nil {
-			item.Tags = []string{}
-		}
+		item = newExperimentItem(it)
 		b.items[k] = item
 		b.cells[k] = make([]*VariantResult, len(b.names))
 	}
@@ -75,14 +71,29 @@ func (b *experimentBuilder) addRow(v int, it *ItemRow) {
 	if cells[v] != nil {
 		return // a duplicate result: the first one stands, as in comparisons
 	}
-	res := &VariantResult{Variant: b.names[v], Output: it.Output, Error: it.Error, ErrorKind: it.ErrorKind,
+	cells[v] = variantResultOf(b.names[v], it)
+}
+
+// newExperimentItem returns the item of row it, without its variants.
+func newExperimentItem(it *ItemRow) *ExperimentItem {
+	item := &ExperimentItem{Index: it.Index, Repeat: it.Repeat, ID: it.ID, Tags: it.Tags,
+		Input: it.Input, Expected: it.Expected}
+	if item.Tags == nil {
+		item.Tags = []string{}
+	}
+	return item
+}
+
+// variantResultOf returns the result of the variant named name of row it.
+func variantResultOf(name string, it *ItemRow) *VariantResult {
+	res := &VariantResult{Variant: name, Output: it.Output, Error: it.Error, ErrorKind: it.ErrorKind,
 		LatencyMS: it.LatencyMS, Scores: make(ScoreValues, len(it.Scores)), Passed: make(PassValues, len(it.Scores))}
 	for j := range it.Scores {
 		sc := &it.Scores[j]
 		res.Scores[j] = ScoreValue{Scorer: sc.Scorer, Score: sc.Score}
 		res.Passed[j] = PassValue{Scorer: sc.Scorer, Passed: sc.Score != nil && sc.Passed}
 	}
-	cells[v] = res
+	return res
 }
 
 func (b *experimentBuilder) build() *Experiment {

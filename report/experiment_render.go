@@ -66,21 +66,26 @@ func rateCI(s *VariantScorer) string {
 // itemsText is how many items the experiment covers: "16", or with
 // repeats "16 × 3 repeats" (e.Items has a row per item and repeat).
 func (e *Experiment) itemsText() string {
-	type key struct {
-		index int
-		id    string
-	}
-	seen := make(map[key]bool, len(e.Items))
-	repeats := 1
-	for i := range e.Items {
-		it := &e.Items[i]
-		seen[key{it.Index, it.ID}] = true
-		repeats = max(repeats, it.Repeat+1)
+	items, repeats := 0, 1
+	if e.stream != nil && e.Items == nil {
+		items, repeats = e.stream.items, max(1, e.stream.repeats)
+	} else {
+		type key struct {
+			index int
+			id    string
+		}
+		seen := make(map[key]bool, len(e.Items))
+		for i := range e.Items {
+			it := &e.Items[i]
+			seen[key{it.Index, it.ID}] = true
+			repeats = max(repeats, it.Repeat+1)
+		}
+		items = len(seen)
 	}
 	if repeats == 1 {
-		return fmt.Sprint(len(seen))
+		return fmt.Sprint(items)
 	}
-	return fmt.Sprintf("%d × %d repeats", len(seen), repeats)
+	return fmt.Sprintf("%d × %d repeats", items, repeats)
 }
 
 // cacheHitsText is "mini 10 of 10 results, terse 1 of 10": the variants
@@ -316,14 +321,9 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	}
 	p("\n")
 
-	var disagree []*ExperimentItem
-	for i := range e.Items {
-		if e.Items[i].Disagree {
-			disagree = append(disagree, &e.Items[i])
-		}
-	}
-	p("### Items where variants disagree (%d of %d)\n\n", len(disagree), len(e.Items))
-	if len(disagree) == 0 {
+	disagree, ndisagree := e.disagreeRows(maxDisagreeRows)
+	p("### Items where variants disagree (%d of %d)\n\n", ndisagree, e.ItemCount())
+	if ndisagree == 0 {
 		p("None.\n")
 		return bw.Flush()
 	}
@@ -333,7 +333,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	}
 	p("\n| --- |%s\n", strings.Repeat(" --- |", len(e.Variants)))
 	shown, size := 0, 0
-	for _, it := range disagree[:min(len(disagree), maxDisagreeRows)] {
+	for _, it := range disagree {
 		var row strings.Builder
 		fmt.Fprintf(&row, "| %s |", mdEscape(keyText(label(it.ID), it.Repeat)))
 		for _, v := range e.Variants {
@@ -345,7 +345,7 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 		p("%s\n", row.String())
 		shown, size = shown+1, size+row.Len()+1
 	}
-	if more := len(disagree) - shown; more > 0 {
+	if more := ndisagree - shown; more > 0 {
 		p("\n… and %d more\n", more)
 	}
 	p("\n✓ passed, ✗ not passed, per scorer; then the output (cut to %d characters).\n", maxOutputRunes)

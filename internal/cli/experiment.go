@@ -433,7 +433,9 @@ func (st *State) announceExperiment(p *prepared) {
 // buildExperiment builds the experiment report: from the results in
 // memory when every variant ran whole in this process and kept them, else
 // from storage (--no-retain, resume, distributed), each variant's report
-// rebuilt from its stored results.
+// rebuilt from its stored results and the items side by side read again
+// from storage while the JSON is written (memory does not grow with
+// items × variants × output size).
 func (st *State) buildExperiment(ctx context.Context, store evalrun.RunStore, x *experiment) (*report.Experiment, error) {
 	inMemory := !x.resume
 	for _, v := range x.variants {
@@ -455,7 +457,7 @@ func (st *State) buildExperiment(ctx context.Context, store evalrun.RunStore, x 
 	if err != nil {
 		return nil, err
 	}
-	return report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
+	return report.BuildExperimentStreamStore(ctx, store, exp, report.CompareOptions{})
 }
 
 // experimentVerdict prints why an experiment is not clean and returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -83,7 +84,16 @@ func (st *State) experimentReport(cmd *cobra.Command, id, format string, files [
 		if err != nil {
 			return experimentNotFound(ctx, store, err, id)
 		}
-		e, err := report.BuildExperimentStore(ctx, store, exp, report.CompareOptions{})
+		// The items side by side are read from storage while the JSON is
+		// written: memory does not grow with the outputs of every item.
+		// A variant still running (or whose process died) may store
+		// results in between: its experiment is built in one read, the
+		// items held, so that they match the numbers.
+		build := report.BuildExperimentStreamStore
+		if slices.ContainsFunc(exp.Runs, func(r *evalrun.Run) bool { return !r.Status.Done() }) {
+			build = report.BuildExperimentStore
+		}
+		e, err := build(ctx, store, exp, report.CompareOptions{})
 		if err != nil {
 			return fmt.Errorf("experiment %s: %w", id, err)
 		}
