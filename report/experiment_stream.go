@@ -288,18 +288,10 @@ func writeExperimentJSONStream(ctx context.Context, w io.Writer, e *Experiment) 
 	bw.Write(text)
 	bw.WriteString("\n  \"items\": [")
 	n := 0
+	write := jsonArrayRows[*ExperimentItem](bw)
 	err = e.stream.merge(ctx, nil, func(it *ExperimentItem) error {
-		row, err := bounded.MarshalIndent(it, "    ", bounded.IndentDepth-2, false)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			bw.WriteByte(',')
-		}
 		n++
-		bw.WriteString("\n    ")
-		_, err = bw.Write(row)
-		return err // a write error sticks in bw: stop at the first
+		return write(it)
 	})
 	if err != nil {
 		return fmt.Errorf("experiment %s: %w", e.Experiment.ID, err)

@@ -88,18 +88,10 @@ func WriteJSONStream(ctx context.Context, w io.Writer, rep *Report, src ItemSour
 	// the same options, the indentation (and its depth cap) two levels
 	// down.
 	n := 0
+	write := jsonArrayRows[*ItemRow](bw)
 	err := src.scan(ctx, func(it *ItemRow) error {
-		row, err := bounded.MarshalIndent(it, "    ", bounded.IndentDepth-2, false)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			bw.WriteByte(',')
-		}
 		n++
-		bw.WriteString("\n    ")
-		_, err = bw.Write(row)
-		return err // a write error sticks in bw: stop at the first
+		return write(it)
 	})
 	if err != nil {
 		return err
@@ -125,4 +117,25 @@ func WriteJUnitStream(ctx context.Context, w io.Writer, rep *Report, src ItemSou
 		return err
 	}
 	return j.write(w, n, func(fn func(*ItemRow) error) error { return src.scan(ctx, fn) })
+}
+
+// jsonArrayRows returns a function writing each row it is given to bw as
+// the next element of an open JSON array, indented two levels down with
+// the report's options (and their depth cap). A write error sticks in bw,
+// and is returned: the caller's scan stops at the first.
+func jsonArrayRows[T any](bw *bufio.Writer) func(T) error {
+	n := 0
+	return func(it T) error {
+		row, err := bounded.MarshalIndent(it, "    ", bounded.IndentDepth-2, false)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		n++
+		bw.WriteString("\n    ")
+		_, err = bw.Write(row)
+		return err
+	}
 }
