@@ -408,8 +408,9 @@ func (st *State) announceExperiment(p *prepared) {
 		verb = "resumed"
 	}
 	first := x.variants[0].record
-	fmt.Fprintf(st.Stderr, "experiment %s %s: suite %s, dataset %s v%d, %d items, variants %s\n", x.id, verb,
-		lineText(p.suite.Name), lineText(first.Dataset), first.DatasetVersion, len(p.items), strings.Join(x.names(), ", "))
+	fmt.Fprintf(st.Stderr, "experiment %s %s: suite %s, dataset %s v%d, %d %s, variants %s\n", x.id, verb,
+		lineText(p.suite.Name), lineText(first.Dataset), first.DatasetVersion, len(p.items), plural(len(p.items), "item"),
+		strings.Join(x.names(), ", "))
 	for _, v := range x.variants {
 		rv := ""
 		if v.resume {
