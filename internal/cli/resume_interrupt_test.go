@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -74,17 +73,7 @@ func TestExperimentStoreFailureResumeCommandWorksVerbatim(t *testing.T) {
 	b := setup(t)
 	path := strings.TrimPrefix(b.db, "sqlite:")
 	b.env = nil // the database is given with --db, as users without EVALRUN_DB do
-	exec := func(q string) {
-		t.Helper()
-		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-		if err == nil {
-			_, err = db.Exec(q)
-			db.Close()
-		}
-		if err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	}
+	exec := sqliteExec(t, path)
 	srv := newVariantServer(t)
 	var mu sync.Mutex
 	answers := map[string]int{} // per variant
@@ -161,17 +150,7 @@ func TestExperimentStoreFailureResumeCommandWorksVerbatim(t *testing.T) {
 func TestResumeRunsResultsTheStoreRefusedWhenNoItemWasSkipped(t *testing.T) {
 	b := setup(t)
 	path := strings.TrimPrefix(b.db, "sqlite:")
-	exec := func(q string) {
-		t.Helper()
-		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-		if err == nil {
-			_, err = db.Exec(q)
-			db.Close()
-		}
-		if err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	}
+	exec := sqliteExec(t, path)
 	var mu sync.Mutex
 	calls := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -121,17 +121,7 @@ func TestStoreRefusingResultsStopsTheRun(t *testing.T) {
 func TestResumeAfterTheStoreRecovers(t *testing.T) {
 	b := setup(t)
 	path := strings.TrimPrefix(b.db, "sqlite:")
-	exec := func(q string) {
-		t.Helper()
-		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-		if err == nil {
-			_, err = db.Exec(q)
-			db.Close()
-		}
-		if err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	}
+	exec := sqliteExec(t, path)
 	var mu sync.Mutex
 	n, broken := 0, true
 	calls := map[string]int{}
@@ -218,4 +208,21 @@ target: {kind: http, url: `+url+`, output: out}
 scorers: [exact_match]
 execution: {concurrency: 1}
 `)
+}
+
+// sqliteExec returns a function running one statement on the SQLite
+// database file at path behind evalrun's back (to break or mend its
+// schema), reporting a failure as a test error.
+func sqliteExec(t *testing.T, path string) func(q string) {
+	return func(q string) {
+		t.Helper()
+		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+		if err == nil {
+			_, err = db.Exec(q)
+			db.Close()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
 }
