@@ -38,6 +38,16 @@ type DatasetStore interface {
 	// the number of items. It returns ErrNotFound for an unknown dataset or
 	// version, and stops at fn's first error, returning it.
 	ScanItems(ctx context.Context, name string, version int, fn func(*Item) error) error
+	// ItemsPage returns up to limit (> 0) items of the given version (a
+	// version number: 0 is ErrInvalid, so that every page of one walk
+	// reads the same version) in the version's order, starting after the
+	// item whose cursor is after (nil: from the first), and the cursor of
+	// the last item returned (nil when none is). A cursor is opaque and
+	// valid for that version only. Unlike ScanItems it holds nothing open
+	// between calls: a run reading its items page by page while it writes
+	// results does not pin a database snapshot for its whole length.
+	// ErrNotFound for an unknown dataset or version.
+	ItemsPage(ctx context.Context, name string, version int, after []byte, limit int) (items []*Item, next []byte, err error)
 }
 
 // RunStore keeps runs, their item results and scores.
@@ -160,6 +170,13 @@ type ResultQuery struct {
 	// them (sorting or searching a run's items); everything else is as
 	// without it.
 	SkipAgentData bool
+	// SkipPayloads leaves out what aggregates do not read, for a pass
+	// that builds a report's totals without its item rows: results come
+	// without Output and Trajectory, and their Item without Input,
+	// Expected, ToolMocks and ExpectedTrajectory (ID and Metadata, whose
+	// tags are cohorts, stay). Scores, usage, errors and timings are as
+	// without it. A store may ignore it (results are then complete).
+	SkipPayloads bool
 }
 
 // ResultKey identifies a stored result and says whether it failed.

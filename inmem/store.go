@@ -6,6 +6,7 @@
 package inmem
 
 import (
+	"strconv"
 	"cmp"
 	"context"
 	"fmt"
@@ -241,6 +242,41 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 		}
 	}
 	return nil
+}
+
+// ItemsPage implements [evalrun.DatasetStore]. The cursor is the 1-based
+// position of the last item returned, as a decimal.
+func (s *Store) ItemsPage(ctx context.Context, name string, version int, after []byte, limit int) ([]*evalrun.Item, []byte, error) {
+	if version < 1 || limit < 1 {
+		return nil, nil, fmt.Errorf("items page of %q: version %d, limit %d: both must be positive: %w", name, version, limit, evalrun.ErrInvalid)
+	}
+	from := 0
+	if after != nil {
+		n, err := strconv.Atoi(string(after))
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("items page of %q: cursor %q is not one of this store's: %w", name, after, evalrun.ErrInvalid)
+		}
+		from = n
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.RLock()
+	v, err := s.version(name, version)
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if from >= len(v.items) {
+		return nil, nil, nil
+	}
+	end := min(from+limit, len(v.items))
+	out := make([]*evalrun.Item, 0, end-from)
+	for _, it := range v.items[from:end] {
+		c := *it
+		out = append(out, &c)
+	}
+	return out, []byte(strconv.Itoa(end)), nil
 }
 
 // CreateRun implements [evalrun.RunStore].

@@ -246,26 +246,16 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 	if err != nil {
 		return err
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT item_id, input, expected, metadata, tool_mocks, expected_trajectory FROM dataset_items
+	rows, err := s.reader.QueryContext(ctx, `SELECT ord, `+itemColumns+` FROM dataset_items
 		WHERE dataset = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) ORDER BY ord`, name, v, v)
 	if err != nil {
 		return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		it := &evalrun.Item{}
-		var expected, meta, mocks, expectedCalls []byte
-		if err := rows.Scan(&it.ID, (*[]byte)(&it.Input), &expected, &meta, &mocks, &expectedCalls); err != nil {
+		it, _, err := scanItem(rows, name)
+		if err != nil {
 			return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
-		}
-		if len(expected) > 0 {
-			it.Expected = expected
-		}
-		if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
-			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
-		}
-		if err := dataset.UnmarshalAgent(it, mocks, expectedCalls); err != nil {
-			return fmt.Errorf("item %q of %q: %w", it.ID, name, err)
 		}
 		if err := fn(it); err != nil {
 			return err
@@ -275,4 +265,61 @@ func (s *Store) ScanItems(ctx context.Context, name string, version int, fn func
 		return fmt.Errorf("scan items of %q version %d: %w", name, v, err)
 	}
 	return nil
+}
+
+// ItemsPage implements [evalrun.DatasetStore]: a keyset page on the
+// (dataset, ord) index; the cursor is the last item's order key.
+func (s *Store) ItemsPage(ctx context.Context, name string, version int, after []byte, limit int) ([]*evalrun.Item, []byte, error) {
+	if version < 1 || limit < 1 {
+		return nil, nil, fmt.Errorf("items page of %q: version %d, limit %d: both must be positive: %w", name, version, limit, evalrun.ErrInvalid)
+	}
+	if _, err := getVersion(ctx, s.reader, name, version); err != nil {
+		return nil, nil, err
+	}
+	if after == nil {
+		after = []byte{} // sorts before every key
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT ord, `+itemColumns+` FROM dataset_items
+		WHERE dataset = ? AND ord > ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) ORDER BY ord LIMIT ?`,
+		name, after, version, version, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("items page of %q version %d: %w", name, version, err)
+	}
+	defer rows.Close()
+	var out []*evalrun.Item
+	var next []byte
+	for rows.Next() {
+		it, key, err := scanItem(rows, name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("items page of %q version %d: %w", name, version, err)
+		}
+		out, next = append(out, it), key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("items page of %q version %d: %w", name, version, err)
+	}
+	return out, next, nil
+}
+
+// itemColumns are the columns scanItem reads after the order key.
+const itemColumns = `item_id, input, expected, metadata, tool_mocks, expected_trajectory`
+
+// scanItem reads one row of ord and itemColumns.
+func scanItem(rows *sql.Rows, name string) (*evalrun.Item, []byte, error) {
+	it := &evalrun.Item{}
+	var key, expected, meta, mocks, expectedCalls []byte
+	if err := rows.Scan(&key, &it.ID, (*[]byte)(&it.Input), &expected, &meta, &mocks, &expectedCalls); err != nil {
+		return nil, nil, err
+	}
+	if len(expected) > 0 {
+		it.Expected = expected
+	}
+	var err error
+	if it.Metadata, err = dataset.UnmarshalMetadata(meta); err != nil {
+		return nil, nil, fmt.Errorf("item %q of %q: %w", it.ID, name, err)
+	}
+	if err := dataset.UnmarshalAgent(it, mocks, expectedCalls); err != nil {
+		return nil, nil, fmt.Errorf("item %q of %q: %w", it.ID, name, err)
+	}
+	return it, key, nil
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ImportCopiesItems", testImportCopiesItems},
 		{"ListDatasets", testListDatasets},
 		{"ScanItemsStops", testScanItemsStops},
+		{"ItemsPage", testItemsPage},
 		{"ReimportLarge", testReimportLarge},
 		{"NotFound", testNotFound},
 		{"RunRoundTrip", testRunRoundTrip},
