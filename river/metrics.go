@@ -22,6 +22,7 @@ type workerMetrics struct {
 	lastBeat     prometheus.Gauge
 	beatFailures prometheus.Counter
 	reaped       prometheus.Counter
+	batchSize    prometheus.Histogram
 }
 
 // register creates the worker's metrics on reg, with a collector counting
@@ -53,11 +54,16 @@ func registerMetrics(reg prometheus.Registerer, pool *pgxpool.Pool, workerID str
 			Name: "evalrun_worker_dead_worker_jobs_taken_total", ConstLabels: labels,
 			Help: "Running jobs of dead workers this worker made available again.",
 		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "evalrun_worker_result_batch_size", ConstLabels: labels,
+			Help:    "Results written per store call (one transaction): the results of jobs finishing together share one.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 … 256 (maxResultBatch)
+		}),
 	}
 	// Both outcomes are exported from the start, so rates work at once.
 	m.items.WithLabelValues("succeeded")
 	m.items.WithLabelValues("failed")
-	for _, c := range []prometheus.Collector{m.items, m.jobErrors, m.inFlight, m.lastBeat, m.beatFailures, m.reaped,
+	for _, c := range []prometheus.Collector{m.items, m.jobErrors, m.inFlight, m.lastBeat, m.beatFailures, m.reaped, m.batchSize,
 		&queueDepth{pool: pool, queues: queues}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("worker metrics: %w", err)
@@ -74,6 +80,14 @@ func (m *workerMetrics) itemStored(failed bool) {
 		m.items.WithLabelValues("failed").Inc()
 	} else {
 		m.items.WithLabelValues("succeeded").Inc()
+	}
+}
+
+// resultsWritten records a store call writing n results. It is a method
+// value taken at construction, so it must accept a nil receiver.
+func (m *workerMetrics) resultsWritten(n int) {
+	if m != nil {
+		m.batchSize.Observe(float64(n))
 	}
 }
 

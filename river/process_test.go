@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +34,13 @@ const (
 	envDeadAfter   = "EVALRUN_RIVER_TEST_DEAD_AFTER"
 	envCooldown    = "EVALRUN_RIVER_TEST_FETCH_COOLDOWN"
 	envPoll        = "EVALRUN_RIVER_TEST_FETCH_POLL"
+	// envCPUProfile names a file the worker writes its CPU profile to
+	// until it stops (benchmarks).
+	envCPUProfile = "EVALRUN_RIVER_TEST_CPUPROFILE"
+	// envHoldBatch makes the worker stop in its first write of several
+	// results, "before" or "after" the store call, print "held" and the
+	// item indexes of the batch, and hang there until killed.
+	envHoldBatch = "EVALRUN_RIVER_TEST_HOLD_BATCH"
 )
 
 // workerProcessMain runs a worker until SIGTERM, then stops it gracefully.
@@ -38,6 +48,19 @@ const (
 func workerProcessMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if path := os.Getenv(envCPUProfile); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	store, err := postgres.Open(ctx, os.Getenv(envWorkerDB))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -50,6 +73,13 @@ func workerProcessMain() int {
 	deadAfter, _ := time.ParseDuration(os.Getenv(envDeadAfter))
 	cooldown, _ := time.ParseDuration(os.Getenv(envCooldown))
 	poll, _ := time.ParseDuration(os.Getenv(envPoll))
+	writes := &countingWriter{next: store}
+	var results resultWriter = writes
+	var queued func(int)
+	if mode := os.Getenv(envHoldBatch); mode != "" {
+		h := &holdingWriter{next: writes, after: mode == "after", full: make(chan struct{}), want: max(concurrency, 2) - 1}
+		results, queued = h, h.queued
+	}
 	w, err := NewWorker(ctx, store, &testBuilder{store: store}, WorkerOptions{
 		ID:                os.Getenv(envWorker),
 		Concurrency:       concurrency,
@@ -59,6 +89,8 @@ func workerProcessMain() int {
 		FetchPollInterval: poll,
 		StopTimeout:       10 * time.Second,
 		testOnly:          true,
+		results:           results,
+		resultsQueued:     queued,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -74,7 +106,63 @@ func workerProcessMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "result writes: %d store calls for %d results\n", writes.calls.Load(), writes.results.Load())
 	return 0
+}
+
+// countingWriter counts the store calls writing results and the results.
+type countingWriter struct {
+	next           resultWriter
+	calls, results atomic.Int64
+}
+
+func (c *countingWriter) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	c.calls.Add(1)
+	c.results.Add(int64(len(results)))
+	return c.next.WriteResults(ctx, results)
+}
+
+// holdingWriter holds the worker in its first write of several results,
+// so that a test kills it there (see envHoldBatch). It makes that batch
+// big: the first write waits until the results of all the other slots
+// wait behind it, and the next write carries them.
+type holdingWriter struct {
+	next  resultWriter
+	after bool // hold after the store call returned, else before it
+	want  int  // results waiting that open the first write
+	full  chan struct{}
+
+	fullOnce sync.Once
+	first    atomic.Bool
+}
+
+// queued is the batcher's hook: n results wait for a write.
+func (h *holdingWriter) queued(n int) {
+	if n >= h.want {
+		h.fullOnce.Do(func() { close(h.full) })
+	}
+}
+
+func (h *holdingWriter) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	if !h.first.Swap(true) {
+		<-h.full
+		return h.next.WriteResults(ctx, results)
+	}
+	if len(results) < 2 {
+		return h.next.WriteResults(ctx, results)
+	}
+	if h.after {
+		if err := h.next.WriteResults(ctx, results); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	idx := make([]string, len(results))
+	for i, r := range results {
+		idx[i] = strconv.Itoa(r.Index)
+	}
+	fmt.Println("held " + strings.Join(idx, ","))
+	select {} // until killed
 }
 
 // workerProcess is a worker running in a child process.
@@ -82,7 +170,9 @@ type workerProcess struct {
 	id     string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
-	done   chan struct{} // closed once the process exited
+	// lines receives what the process prints after "ready".
+	lines chan string
+	done  chan struct{} // closed once the process exited
 	err    error         // the exit error, once done
 }
 
@@ -119,7 +209,7 @@ func startWorkerProcess(t testing.TB, dbURL, id string, concurrency int, env ...
 	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerDB+"="+dbURL,
 		envConcurrency+"="+strconv.Itoa(concurrency))
 	cmd.Env = append(cmd.Env, env...)
-	p := &workerProcess{id: id, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &workerProcess{id: id, cmd: cmd, stderr: &syncBuffer{}, lines: make(chan string, 16), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -133,9 +223,15 @@ func startWorkerProcess(t testing.TB, dbURL, id string, concurrency int, env ...
 		sc := bufio.NewScanner(out)
 		ok := false
 		for sc.Scan() {
-			if sc.Text() == "ready" && !ok {
+			switch {
+			case sc.Text() == "ready" && !ok:
 				ok = true
 				ready <- true
+			case ok:
+				select {
+				case p.lines <- sc.Text():
+				default: // nobody listens
+				}
 			}
 		}
 		if !ok {

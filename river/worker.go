@@ -101,6 +101,12 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// testOnly disables River's startup jitter (tests).
 	testOnly bool
+	// results, when set, stores results in place of the store (tests
+	// count and hold writes with it).
+	results resultWriter
+	// resultsQueued, when set, is told how many results wait for a write
+	// each time one arrives (tests).
+	resultsQueued func(n int)
 }
 
 // Worker executes the jobs of distributed runs. Start it, then Stop it; it
@@ -111,6 +117,10 @@ type Worker struct {
 	opts    WorkerOptions
 	client  *river.Client[pgx.Tx]
 	runs    *runCache
+	// results stores results; batch writes those of jobs finishing
+	// together in one call to it.
+	results resultWriter
+	batch   *resultBatcher
 	metrics *workerMetrics // nil without WorkerOptions.Metrics
 	// lastBeat is when the worker last recorded its heartbeat (Unix ns).
 	lastBeat atomic.Int64
@@ -174,7 +184,10 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	if err := Migrate(ctx, store.Pool()); err != nil {
 		return nil, err
 	}
-	w := &Worker{store: store, builder: b, opts: opts}
+	w := &Worker{store: store, builder: b, opts: opts, results: opts.results}
+	if w.results == nil {
+		w.results = store
+	}
 	if opts.Metrics != nil {
 		m, err := registerMetrics(opts.Metrics, store.Pool(), opts.ID, opts.Queues)
 		if err != nil {
@@ -182,6 +195,7 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		}
 		w.metrics = m
 	}
+	w.batch = &resultBatcher{store: w.results, wrote: w.metrics.resultsWritten, queued: opts.resultsQueued}
 	w.runs = newRunCache(opts.CachedRuns, w.build)
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
@@ -470,16 +484,30 @@ func (w *Worker) stopStrict(ctx context.Context, runID string, strictErr error) 
 	}
 }
 
-// write stores one result, retrying a failing store a few times with the
-// back-off of package retry (on the worker's clock). It goes on when ctx
-// is cancelled: a processed item is worth keeping.
+// write stores one result. It first goes with the results of the jobs
+// finishing meanwhile, in one store call (resultBatcher); if that call
+// fails, the result is written alone, retried a few times with the
+// back-off of package retry (on the worker's clock), so that a run deleted
+// or a result refused fails no other job of the batch. It goes on when ctx
+// is cancelled: a processed item is worth keeping. It returns once the
+// result is stored, so a job completes in River only after its result.
 func (w *Worker) write(ctx context.Context, res *evalrun.ItemResult) error {
 	policy := retry.Policy{MaxRetries: writeAttempts - 1, Delay: writeRetryDelay, Clock: w.opts.Clock}
 	_, err := retry.Do(context.WithoutCancel(ctx), policy, func(ctx context.Context, attempt int) error {
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-		defer cancel()
-		err := w.store.WriteResults(wctx, []*evalrun.ItemResult{res})
-		if err == nil || errors.Is(err, evalrun.ErrNotFound) {
+		var err error
+		if attempt == 0 {
+			err = w.batch.write(ctx, res)
+		} else {
+			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			err = w.results.WriteResults(wctx, []*evalrun.ItemResult{res})
+			cancel()
+		}
+		if err == nil {
+			return nil
+		}
+		// A run missing from a batch may be another job's: only a write of
+		// this result alone says that its run was deleted.
+		if attempt > 0 && errors.Is(err, evalrun.ErrNotFound) {
 			return err
 		}
 		w.opts.Logger.Warn("result not written", "run", res.RunID, "index", res.Index, "attempt", attempt+1, "err", err)
