@@ -423,3 +423,106 @@ func TestThreeWorkerProcessesSurviveSIGKILL(t *testing.T) {
 		}
 	}
 }
+
+// A worker process is SIGKILLed in the middle of a batch of results: while
+// its store call is under way ("before": nothing of the batch is stored)
+// or once it has returned but before River recorded the jobs completed
+// ("after": the batch is stored, the jobs still running). Another worker
+// takes the jobs back when the heartbeat of the dead one goes stale.
+// Either way every item ends with exactly one result: a batch written
+// before the kill is not executed again (its retried jobs find their
+// results), one that was not is executed again.
+func TestWorkerKilledMidBatchLosesAndDuplicatesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		hold string
+		// calls is how often the target saw each item of the held batch.
+		calls int
+	}{
+		{hold: "before", calls: 2},
+		{hold: "after", calls: 1},
+	} {
+		t.Run(tc.hold, func(t *testing.T) {
+			b := setup(t, 0)
+			const n = 60
+			items := b.importItems(t, "held", inputs("q", n))
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			liveness := []string{envHeartbeat + "=200ms", envDeadAfter + "=1s"}
+			victim := startWorkerProcess(t, b.url, "victim", 10, append(liveness, envHoldBatch+"="+tc.hold)...)
+			run := b.enqueue(t, "held", items, runConfig{})
+
+			var line string
+			select {
+			case line = <-victim.lines:
+			case <-ctx.Done():
+				t.Fatalf("the worker never held a batch: %s", victim.stderr)
+			}
+			held, ok := strings.CutPrefix(line, "held ")
+			if !ok {
+				t.Fatalf("worker printed %q, want the held batch", line)
+			}
+			batch := strings.Split(held, ",")
+			if len(batch) < 2 {
+				t.Fatalf("held batch %v: want several results", batch)
+			}
+			if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := victim.wait(); err == nil {
+				t.Fatal("the killed worker exited cleanly")
+			}
+			stored := 0
+			for _, i := range batch {
+				idx, _ := strconv.Atoi(i)
+				var ok bool
+				if err := b.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM results WHERE run_id = $1 AND idx = $2)`,
+					run.ID, idx).Scan(&ok); err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					stored++
+				}
+			}
+			if want := map[string]int{"before": 0, "after": len(batch)}[tc.hold]; stored != want {
+				t.Fatalf("%d of the %d held results are stored at the kill, want %d", stored, len(batch), want)
+			}
+			var running int
+			if err := b.store.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE args->>'run_id' = $1 AND state = 'running'`,
+				run.ID).Scan(&running); err != nil {
+				t.Fatal(err)
+			}
+			if running < len(batch) {
+				t.Fatalf("%d jobs running at the kill, want at least the %d of the held batch", running, len(batch))
+			}
+
+			startWorkerProcess(t, b.url, "rescuer", 10, liveness...)
+			s, err := b.coord.Wait(ctx, run.ID, WaitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != evalrun.RunCompleted || s.Succeeded != n || s.Failed != 0 || s.Skipped != 0 {
+				t.Fatalf("summary = %+v, want %d succeeded", s, n)
+			}
+			var rows, distinct int
+			if err := b.store.Pool().QueryRow(ctx, `SELECT COUNT(*), COUNT(DISTINCT (idx, rep)) FROM results WHERE run_id = $1`,
+				run.ID).Scan(&rows, &distinct); err != nil {
+				t.Fatal(err)
+			}
+			if rows != n || distinct != n {
+				t.Errorf("results table: %d rows, %d distinct keys; want %d", rows, distinct, n)
+			}
+			var scores int
+			if err := b.store.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM scores WHERE run_id = $1`, run.ID).Scan(&scores); err != nil {
+				t.Fatal(err)
+			}
+			if scores != n {
+				t.Errorf("%d score rows, want one per item (%d)", scores, n)
+			}
+			for _, i := range batch {
+				if got := b.target.callsOf("q-" + i); got != tc.calls {
+					t.Errorf("item q-%s of the held batch was executed %d times, want %d", i, got, tc.calls)
+				}
+			}
+		})
+	}
+}
