@@ -173,7 +173,7 @@ type workerProcess struct {
 	// lines receives what the process prints after "ready".
 	lines chan string
 	done  chan struct{} // closed once the process exited
-	err    error         // the exit error, once done
+	err   error         // the exit error, once done
 }
 
 // wait waits for the process to exit and returns its exit error.

@@ -121,7 +121,9 @@ type Worker struct {
 	// together in one call to it.
 	results resultWriter
 	batch   *resultBatcher
-	metrics *workerMetrics // nil without WorkerOptions.Metrics
+	// statuses reads the run status of jobs starting together at once.
+	statuses *statusReader
+	metrics  *workerMetrics // nil without WorkerOptions.Metrics
 	// lastBeat is when the worker last recorded its heartbeat (Unix ns).
 	lastBeat atomic.Int64
 
@@ -196,6 +198,7 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 		w.metrics = m
 	}
 	w.batch = &resultBatcher{store: w.results, wrote: w.metrics.resultsWritten, queued: opts.resultsQueued}
+	w.statuses = &statusReader{read: store.RunStatus}
 	w.runs = newRunCache(opts.CachedRuns, w.build)
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
@@ -423,7 +426,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 // work is Work without the metrics.
 func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	w, a := j.w, job.Args
-	status, err := w.store.RunStatus(ctx, a.RunID)
+	status, err := w.statuses.status(ctx, a.RunID)
 	if errors.Is(err, evalrun.ErrNotFound) {
 		return river.JobCancel(err)
 	}
