@@ -21,6 +21,7 @@ import (
 //
 //	BENCH_ITEMS        items of BenchmarkQueueOverhead (default 10000)
 //	BENCH_SCALE_ITEMS  items per worker of BenchmarkDistributed (default 1000)
+//	BENCH_LATENCY      the target's latency in BenchmarkDistributed (default 50ms)
 //	BENCH_CONCURRENCY  slots per worker (default 10)
 //	BENCH_COOLDOWN     the workers' fetch cooldown (default: the worker's)
 //	BENCH_POLL         the workers' fetch poll interval (default: the worker's)
@@ -29,16 +30,24 @@ import (
 //	BENCH_CPUPROFILE   a file the (last) worker writes its CPU profile to
 
 // BenchmarkDistributed measures runs executed by 1, 2 and 4 worker
-// processes (concurrency 10 each) against a target answering after 50 ms:
-// items/s (linear scaling would be 200 items/s per worker), and the CPU
+// processes (concurrency 10 each) against a target answering after 50 ms
+// (BENCH_LATENCY): items/s (linear scaling would be 200 items/s per worker
+// at 50 ms), and the CPU
 // each item cost the workers, the coordinator with the fake target (this
 // process) and PostgreSQL. Each iteration enqueues and waits for a run of
 // BENCH_SCALE_ITEMS items per worker.
 func BenchmarkDistributed(b *testing.B) {
 	perWorker := envInt(b, "BENCH_SCALE_ITEMS", 1000)
+	latency := 50 * time.Millisecond
+	if s := os.Getenv("BENCH_LATENCY"); s != "" {
+		var err error
+		if latency, err = time.ParseDuration(s); err != nil {
+			b.Fatalf("BENCH_LATENCY: %v", err)
+		}
+	}
 	for _, workers := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("latency=50ms/workers=%d", workers), func(b *testing.B) {
-			benchRun(b, workers, 50*time.Millisecond, perWorker*workers)
+		b.Run(fmt.Sprintf("latency=%s/workers=%d", latency, workers), func(b *testing.B) {
+			benchRun(b, workers, latency, perWorker*workers)
 		})
 	}
 }
