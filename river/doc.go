@@ -12,7 +12,10 @@
 // and scorers once per run through a [Builder], loads the item, calls
 // [engine.Pipeline.Process] (deadline, transient-only retries with back-off,
 // parallel scorers) and writes the result, keyed by (run, index, repeat) so
-// that a job executed twice never duplicates it.
+// that a job executed twice never duplicates it. The results of jobs
+// finishing together are written in one store call (group commit), and a
+// job returns, so that River records it completed, only once its result is
+// stored; jobs starting together share the read of their run's status.
 //
 // A job carries only the run id, the item index and the repeat: nothing
 // unserializable travels, and a worker needs the same environment (secrets)
