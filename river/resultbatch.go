@@ -96,22 +96,30 @@ func (b *resultBatcher) flush(ctx context.Context) {
 	for i, p := range batch {
 		results[i] = p.res
 	}
+	// Whatever happens to the store call, even a panic (River recovers it
+	// for this job), every job of the batch gets an outcome and the lead
+	// goes on: a job left waiting would hold its slot for ever.
+	err := errWritePanicked
+	defer func() {
+		for _, p := range batch {
+			p.done <- err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if len(b.pending) == 0 {
+			b.writing = false
+			b.pending = nil // let the old backing array go
+			return
+		}
+		b.pending[0].done <- errLead
+	}()
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	err := b.store.WriteResults(wctx, results)
-	cancel()
+	defer cancel()
+	err = b.store.WriteResults(wctx, results)
 	if b.wrote != nil {
 		b.wrote(len(results))
 	}
-	for _, p := range batch {
-		p.done <- err
-	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.pending) == 0 {
-		b.writing = false
-		b.pending = nil // let the old backing array go
-		return
-	}
-	b.pending[0].done <- errLead
 }
+
+// errWritePanicked is the outcome of a store call that panicked.
+var errWritePanicked = errors.New("result write panicked")

@@ -213,3 +213,46 @@ func TestWorkerWritesJobsFinishingTogetherInOneCall(t *testing.T) {
 		t.Errorf("%d result rows, want %d", rows, n)
 	}
 }
+
+// panickyWriter panics in its first call and stores the others.
+type panickyWriter struct{ gatedWriter }
+
+func (p *panickyWriter) WriteResults(ctx context.Context, results []*evalrun.ItemResult) error {
+	if err := p.gatedWriter.WriteResults(ctx, results); err != nil {
+		panic(err)
+	}
+	return nil
+}
+
+// A store call that panics fails the jobs of its batch (River recovers
+// the panic of the job that led it) and the results waiting behind it are
+// written: no job is left waiting for ever.
+func TestResultBatcherSurvivesAPanickingWrite(t *testing.T) {
+	p := &panickyWriter{gatedWriter{entered: make(chan struct{}, 8), gate: make(chan struct{}), failFirst: errors.New("bug (test)")}}
+	queued := make(chan int, 8)
+	b := &resultBatcher{store: p, queued: func(n int) { queued <- n }}
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = b.write(context.Background(), &evalrun.ItemResult{RunID: "r", Index: 0})
+	}()
+	<-p.entered
+	<-queued
+	errs := make(chan error, 2)
+	for k := 1; k <= 2; k++ {
+		go func() { errs <- b.write(context.Background(), &evalrun.ItemResult{RunID: "r", Index: k}) }()
+		<-queued
+	}
+	close(p.gate)
+	if r := <-panicked; r == nil {
+		t.Error("the leading job did not panic")
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a result waiting behind the panicking call: %v", err)
+		}
+	}
+	if got := fmt.Sprint(p.recorded()); got != "[[0] [1 2]]" {
+		t.Errorf("store calls = %s", got)
+	}
+}

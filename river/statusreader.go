@@ -2,6 +2,7 @@ package river
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -75,20 +76,29 @@ func (r *statusReader) status(ctx context.Context, runID string) (evalrun.RunSta
 	askers := round.waiting
 	round.waiting = nil
 	r.mu.Unlock()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
-	status, err := r.read(rctx, runID)
-	cancel()
-	for _, c := range askers {
-		if c != me {
-			c <- statusAnswer{status: status, err: err}
+	// Whatever happens to the read, even a panic, every asker gets an
+	// answer and the lead goes on (see resultBatcher.flush).
+	var status evalrun.RunStatus
+	err := errReadPanicked
+	defer func() {
+		for _, c := range askers {
+			if c != me {
+				c <- statusAnswer{status: status, err: err}
+			}
 		}
-	}
-	r.mu.Lock()
-	if len(round.waiting) == 0 {
-		delete(r.runs, runID)
-	} else {
-		round.waiting[0] <- statusAnswer{lead: true}
-	}
-	r.mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(round.waiting) == 0 {
+			delete(r.runs, runID)
+		} else {
+			round.waiting[0] <- statusAnswer{lead: true}
+		}
+	}()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
+	defer cancel()
+	status, err = r.read(rctx, runID)
 	return status, err
 }
+
+// errReadPanicked is the answer of a status read that panicked.
+var errReadPanicked = errors.New("run status read panicked")
