@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/evalrun/evalrun"
 )
 
@@ -180,7 +182,8 @@ func TestWorkerWritesJobsFinishingTogetherInOneCall(t *testing.T) {
 	const n = 40
 	items := b.importItems(t, "batch", inputs("q", n))
 	c := &countingResults{next: b.store, want: 9, full: make(chan struct{}), keys: map[evalrun.ResultKey]int{}}
-	b.startWorkerWith(t, &testBuilder{store: b.store}, WorkerOptions{Concurrency: 10, results: c, resultsQueued: c.queued})
+	reg := prometheus.NewRegistry()
+	b.startWorkerWith(t, &testBuilder{store: b.store}, WorkerOptions{Concurrency: 10, results: c, resultsQueued: c.queued, Metrics: reg})
 	run := b.enqueue(t, "batch", items, runConfig{})
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -211,6 +214,26 @@ func TestWorkerWritesJobsFinishingTogetherInOneCall(t *testing.T) {
 	}
 	if rows != n {
 		t.Errorf("%d result rows, want %d", rows, n)
+	}
+	// The batch-size histogram counts the store calls and their results.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range families {
+		if f.GetName() != "evalrun_worker_result_batch_size" {
+			continue
+		}
+		found = true
+		h := f.GetMetric()[0].GetHistogram()
+		if int(h.GetSampleCount()) != len(c.calls) || int(h.GetSampleSum()) != n {
+			t.Errorf("batch-size histogram: %d calls, %v results; want %d calls, %d results",
+				h.GetSampleCount(), h.GetSampleSum(), len(c.calls), n)
+		}
+	}
+	if !found {
+		t.Error("no evalrun_worker_result_batch_size metric")
 	}
 }
 
