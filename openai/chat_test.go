@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/target"
 )

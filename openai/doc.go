@@ -45,7 +45,6 @@
 // be told reliably from a URL (container names, LAN hosts), and a server
 // that does need a key answers 401, a clear permanent error. The other
 // environment variables OpenAI's SDKs read (OPENAI_BASE_URL, OPENAI_ORG_ID,
-// ...) are
-// ignored, so a run's configuration is all in its suite file and the
-// user's OpenAI key is never sent to another server by accident.
+// ...) are ignored, so a run's configuration is all in its suite file and
+// the user's OpenAI key is never sent to another server by accident.
 package openai
