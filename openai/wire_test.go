@@ -104,3 +104,27 @@ func TestChatTargetParamsInKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// A redirect is followed within base_url's origin only: the prompt never
+// goes to a server the suite did not name (the SDK's guarantee, kept).
+func TestChatTargetRedirects(t *testing.T) {
+	other := newFakeAPI(t, reply(200, completion("elsewhere")))
+	api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/chat/completions", http.StatusTemporaryRedirect)
+	})
+	ct := newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL}})
+	_, err := ct.Execute(context.Background(), testItem)
+	wantKind(t, err, evalrun.ErrorPermanent)
+	if other.Requests() != 0 || !strings.Contains(err.Error(), "another origin") {
+		t.Errorf("error %v, %d requests to the other origin; want a refused redirect, none", err, other.Requests())
+	}
+
+	same := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/v2/chat/completions", http.StatusPermanentRedirect)
+	}, reply(200, completion("4")))
+	ct = newChatTarget(t, ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: same.URL + "/v1"}})
+	out, err := ct.Execute(context.Background(), testItem)
+	if err != nil || string(out.Value) != `"4"` || same.Path(1) != "/v2/chat/completions" || same.Body(1)["model"] != "test-model" {
+		t.Errorf("same-origin redirect: %s, %v; want it followed with the body", out.Value, err)
+	}
+}
