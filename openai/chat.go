@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/sjson"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/target"
@@ -129,7 +128,8 @@ func (c *ChatTargetConfig) check() (system, prompt *target.Template, err error) 
 // result's trajectory. It is safe for concurrent use.
 type ChatTarget struct {
 	cl          *client
-	post        oai.Client // the SDK's client, for its Post
+	url         string  // of chat/completions
+	params      []param // the config's Params, in key order
 	model       string
 	system      *target.Template
 	prompt      *target.Template
@@ -171,13 +171,10 @@ func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := cl.opts
-	for k, v := range cfg.Params {
-		opts = append(opts, option.WithJSONSet(k, v))
-	}
 	t := &ChatTarget{
 		cl:          cl,
-		post:        oai.Client{Options: opts},
+		url:         cl.endpoint("chat/completions"),
+		params:      sortedParams(cfg.Params),
 		model:       cfg.Model,
 		system:      system,
 		prompt:      prompt,
@@ -201,13 +198,10 @@ func NewChatTarget(cfg ChatTargetConfig) (*ChatTarget, error) {
 // Execute sends the chat completion of item, or runs the agent loop when
 // the target has tools.
 //
-// The requests go through the SDK's client (base URL, auth, extra params,
-// error types, our response middleware), but their bodies are encoded and
-// the replies decoded here with encoding/json into the few fields a target
-// needs: the SDK's typed params and response cost ~70 µs of CPU per call
-// in reflection, which is most of evalrun's own time in a fast run
-// (docs/benchmarks.md, W1 and W2). The judge (ChatModel) keeps the typed
-// path: it sends more options and is called far less often.
+// The body is encoded and the reply decoded here with encoding/json into
+// the few fields a target needs: typed SDK params and responses cost ~70 µs
+// of CPU per call in reflection, which was most of evalrun's own time in a
+// fast run (docs/benchmarks.md, W1 and W2).
 func (t *ChatTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
 	req, err := t.request(item)
 	if err != nil {
@@ -269,15 +263,47 @@ func (t *ChatTarget) send(ctx context.Context, req *chatRequest) (*chatResponse,
 	if err != nil {
 		return nil, 0, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
 	}
-	var ex exchange
-	if err := t.post.Post(ctx, "chat/completions", body, nil, t.cl.callOptions(&ex)...); err != nil {
-		return nil, ex.status, t.cl.classify(ctx, &ex, err)
+	if body, err = setParams(body, t.params); err != nil {
+		return nil, 0, t.cl.classify(ctx, &exchange{}, err)
+	}
+	ex, err := t.cl.post(ctx, t.url, body)
+	if err != nil {
+		return nil, ex.status, err
 	}
 	resp := new(chatResponse)
 	if err := json.Unmarshal(ex.body, resp); err != nil {
 		return nil, ex.status, malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
 	}
 	return resp, ex.status, nil
+}
+
+// param is one of the config's extra body fields.
+type param struct {
+	path  string
+	value any
+}
+
+// sortedParams returns params in key order, the order they are set in (a
+// path inside another's value is set after it).
+func sortedParams(params map[string]any) []param {
+	ps := make([]param, 0, len(params))
+	for k, v := range params {
+		ps = append(ps, param{k, v})
+	}
+	slices.SortFunc(ps, func(a, b param) int { return cmp.Compare(a.path, b.path) })
+	return ps
+}
+
+// setParams sets params in the encoded body, each key a JSON path (sjson
+// syntax), as the SDK's option.WithJSONSet did.
+func setParams(body []byte, params []param) ([]byte, error) {
+	for _, p := range params {
+		var err error
+		if body, err = sjson.SetBytes(body, p.path, p.value); err != nil {
+			return nil, fmt.Errorf("params.%s: %w", p.path, err)
+		}
+	}
+	return body, nil
 }
 
 // finalText returns the text of a reply that ends the item, or the
@@ -327,8 +353,8 @@ func (c *tokenCount) usage(price *Price) evalrun.Usage {
 	return usage(in, out, price)
 }
 
-// chatRequest is the body of a chat completion as the target sends it;
-// params from the config are merged in by the SDK (option.WithJSONSet).
+// chatRequest is the body of a chat completion as the target and the judge
+// send it; params from the config are set in it after encoding.
 type chatRequest struct {
 	Model    string        `json:"model"`
 	Messages []chatMessage `json:"messages"`
@@ -337,6 +363,12 @@ type chatRequest struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	Seed        *int64          `json:"seed,omitempty"`
 	MaxTokens   *int64          `json:"max_tokens,omitempty"`
+	// ResponseFormat is the judge's {"type": "json_object"}.
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
 }
 
 // chatMessage is one message of a request. Content is null in an
@@ -388,30 +420,6 @@ func (t *ChatTarget) Close() error {
 	return errors.Join(errs...)
 }
 
-// complete runs one chat completion and returns the reply text and usage.
-func complete(ctx context.Context, cl *client, svc *oai.ChatCompletionService, params oai.ChatCompletionNewParams, price *Price) (string, evalrun.Usage, error) {
-	var ex exchange
-	resp, err := svc.New(ctx, params, cl.callOptions(&ex)...)
-	if err != nil {
-		return "", evalrun.Usage{}, cl.classify(ctx, &ex, err)
-	}
-	var u evalrun.Usage
-	if resp.JSON.Usage.Valid() {
-		u = usage(evalrun.Int64(resp.Usage.PromptTokens), evalrun.Int64(resp.Usage.CompletionTokens), price)
-	}
-	if len(resp.Choices) == 0 {
-		return "", u, malformed(ex.status, fmt.Errorf("no choices"), u)
-	}
-	ch := resp.Choices[0]
-	if !ch.Message.JSON.Content.Valid() {
-		if ch.Message.Refusal != "" {
-			return "", u, &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: ex.status, Usage: u, Err: fmt.Errorf("model refused: %s", ch.Message.Refusal)}
-		}
-		return "", u, malformed(ex.status, fmt.Errorf("no message content (finish_reason %q)", ch.FinishReason), u)
-	}
-	return ch.Message.Content, u, nil
-}
-
 // ModelConfig configures a [ChatModel] or an [Embedder]. The yaml keys are
 // the suite file's.
 type ModelConfig struct {
@@ -440,7 +448,7 @@ func (c *ModelConfig) Validate() error {
 // for concurrent use.
 type ChatModel struct {
 	cl    *client
-	svc   oai.ChatCompletionService
+	url   string // of chat/completions
 	model string
 	price *Price
 }
@@ -454,42 +462,54 @@ func NewChatModel(cfg ModelConfig) (*ChatModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ChatModel{cl: cl, svc: oai.NewChatCompletionService(cl.opts...), model: cfg.Model, price: cfg.Price}, nil
+	return &ChatModel{cl: cl, url: cl.endpoint("chat/completions"), model: cfg.Model, price: cfg.Price}, nil
 }
 
 // Chat sends one chat completion. A message role other than system, user
 // or assistant is a permanent error.
 func (m *ChatModel) Chat(ctx context.Context, req evalrun.ChatRequest) (evalrun.ChatResponse, error) {
-	params := oai.ChatCompletionNewParams{Model: m.model, Messages: make([]oai.ChatCompletionMessageParamUnion, 0, len(req.Messages))}
-	for i, msg := range req.Messages {
+	creq := chatRequest{Model: m.model, Messages: make([]chatMessage, len(req.Messages)), Temperature: req.Temperature, Seed: req.Seed}
+	for i := range req.Messages {
+		msg := &req.Messages[i]
 		switch msg.Role {
-		case "system":
-			params.Messages = append(params.Messages, oai.SystemMessage(msg.Content))
-		case "user":
-			params.Messages = append(params.Messages, oai.UserMessage(msg.Content))
-		case "assistant":
-			params.Messages = append(params.Messages, oai.AssistantMessage(msg.Content))
+		case "system", "user", "assistant":
+			creq.Messages[i] = chatMessage{Role: msg.Role, Content: &msg.Content}
 		default:
 			return evalrun.ChatResponse{}, evalrun.Permanent(fmt.Errorf("message %d: unknown role %q", i, msg.Role))
 		}
 	}
-	if req.Temperature != nil {
-		params.Temperature = oai.Float(*req.Temperature)
-	}
-	if req.Seed != nil {
-		params.Seed = oai.Int(*req.Seed)
-	}
 	if req.MaxTokens > 0 {
-		params.MaxTokens = oai.Int(int64(req.MaxTokens))
+		creq.MaxTokens = evalrun.Int64(int64(req.MaxTokens))
 	}
 	if req.JSONResponse {
-		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		creq.ResponseFormat = &responseFormat{Type: "json_object"}
 	}
-	text, u, err := complete(ctx, m.cl, &m.svc, params, m.price)
+	body, err := json.Marshal(&creq)
+	if err != nil {
+		return evalrun.ChatResponse{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
+	}
+	ex, err := m.cl.post(ctx, m.url, body)
 	if err != nil {
 		return evalrun.ChatResponse{}, err
 	}
-	return evalrun.ChatResponse{Content: text, Usage: u}, nil
+	var resp chatResponse
+	if err := decode(&ex, &resp); err != nil {
+		return evalrun.ChatResponse{}, err
+	}
+	var tokens tokenCount
+	tokens.add(&resp)
+	u := tokens.usage(m.price)
+	if len(resp.Choices) == 0 {
+		return evalrun.ChatResponse{}, malformed(ex.status, fmt.Errorf("no choices"), u)
+	}
+	ch := &resp.Choices[0]
+	if ch.Message.Content == nil {
+		if ch.Message.Refusal != "" {
+			return evalrun.ChatResponse{}, &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: ex.status, Usage: u, Err: fmt.Errorf("model refused: %s", ch.Message.Refusal)}
+		}
+		return evalrun.ChatResponse{}, malformed(ex.status, fmt.Errorf("no message content (finish_reason %q)", ch.FinishReason), u)
+	}
+	return evalrun.ChatResponse{Content: *ch.Message.Content, Usage: u}, nil
 }
 
 // Close releases idle connections.

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	oai "github.com/openai/openai-go/v3"
-
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/target"
 )
@@ -164,9 +162,9 @@ func TestChatTarget429RetryAfterDate(t *testing.T) {
 	if e.StatusCode != 429 || e.RetryAfter != 30*time.Second {
 		t.Errorf("status %d RetryAfter %v; want 429, 30s", e.StatusCode, e.RetryAfter)
 	}
-	var apiErr *oai.Error
+	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 {
-		t.Errorf("error %v does not wrap the SDK's *openai.Error", err)
+		t.Errorf("error %v does not wrap the API's error (*APIError)", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,7 @@ import (
 	"os"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/redact"
@@ -88,9 +88,17 @@ func (c *ClientConfig) apiKey() (string, error) {
 	return key, nil
 }
 
-// client is what the package's types share: SDK options and error mapping.
+// client is what the package's types share: the endpoint, the headers
+// every request carries, the response bound and the error mapping. It
+// speaks the OpenAI wire protocol with net/http: evalrun encodes its
+// requests and decodes the few reply fields it reads itself, and has its
+// own retry policy, so an SDK would only add compile time, binary size and
+// per-call CPU (docs/benchmarks.md, "Scale: binary and cold start").
 type client struct {
-	opts  []option.RequestOption
+	hc    *http.Client
+	base  *url.URL // ends with "/", no query: endpoints resolve against it
+	query string   // the base URL's query, sent with every request
+	auth  string   // the Authorization header, "" for none
 	max   int64
 	clock evalrun.Clock
 	own   *http.Client // closed by close
@@ -100,9 +108,11 @@ type client struct {
 	scrub *redact.Scrubber
 }
 
-// newClient validates c and builds the SDK options. The SDK's services are
-// built from these options alone (not oai.NewClient), so the SDK reads no
-// OPENAI_* environment variables.
+// userAgent names evalrun to the server (the SDK sent "OpenAI/Go <v>").
+const userAgent = "evalrun"
+
+// newClient validates c and resolves the key. No other OPENAI_* variable
+// is read (see the package documentation).
 func newClient(c ClientConfig) (*client, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -113,8 +123,9 @@ func newClient(c ClientConfig) (*client, error) {
 	}
 	cl := &client{max: c.MaxResponseBytes, clock: c.Clock, scrub: &redact.Scrubber{}}
 	if key != "" {
-		// The header the SDK sends, which a server may echo encoded.
-		cl.scrub.AddCredential("Bearer " + key)
+		cl.auth = "Bearer " + key
+		// The header as sent, which a server may echo encoded.
+		cl.scrub.AddCredential(cl.auth)
 	}
 	cl.scrub.Add(redact.URLSecrets(c.BaseURL)...)
 	if cl.max == 0 {
@@ -123,80 +134,230 @@ func newClient(c ClientConfig) (*client, error) {
 	if cl.clock == nil {
 		cl.clock = evalrun.SystemClock
 	}
-	hc := c.HTTPClient
-	if hc == nil {
+	cl.hc = c.HTTPClient
+	if cl.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
-		hc = &http.Client{Transport: tr}
-		cl.own = hc
+		cl.hc = &http.Client{Transport: tr}
+		cl.own = cl.hc
 	}
 	base := c.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	// The SDK resolves each endpoint against the base URL, which drops the
-	// base's query (Azure's api-version, a gateway's key): it is sent as
-	// query parameters of every request instead.
-	base, query, _ := strings.Cut(base, "?")
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
+	u, err := url.Parse(base) // checked by validate
+	if err != nil {
+		return nil, &target.ConfigError{Key: "base_url", Err: err}
 	}
-	cl.opts = []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	}
-	params, _ := url.ParseQuery(query) // checked by validate
-	for k, vs := range params {
-		for _, v := range vs {
-			cl.opts = append(cl.opts, option.WithQueryAdd(k, v))
+	// Endpoints resolve against the base URL's path, so it must end with
+	// "/" (".../v1" + "chat/completions" would replace "v1"). Its query
+	// (Azure's api-version, a gateway's key) is sent with every request,
+	// encoded as url.Values does (keys sorted), as the SDK sent it.
+	params, _ := url.ParseQuery(u.RawQuery) // checked by validate
+	cl.query = params.Encode()
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
 		}
 	}
-	if key != "" {
-		cl.opts = append(cl.opts, option.WithAPIKey(key))
-	}
+	cl.base = u
+	cl.hc = sameOriginRedirects(cl.hc, u)
 	return cl, nil
 }
 
-// exchange records what one call's response was, for error mapping.
+// sameOriginRedirects returns a copy of hc (sharing its transport) that
+// follows redirects within base's origin only: the request body (prompts)
+// goes nowhere the suite did not name, as the SDK's client guaranteed. A
+// redirect elsewhere is a permanent error.
+func sameOriginRedirects(hc *http.Client, base *url.URL) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, base) {
+			return fmt.Errorf("openai: refusing a redirect to %s://%s, another origin than base_url's", req.URL.Scheme, req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// endpoint returns the URL of path ("chat/completions") on the API.
+func (c *client) endpoint(path string) string {
+	u := c.base.ResolveReference(&url.URL{Path: path})
+	u.RawQuery = c.query
+	return u.String()
+}
+
+// exchange is one call's response as read.
 type exchange struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
-// callOptions returns the per-call options: a middleware that reads the
-// body under the size cap, checks a 2xx body is valid UTF-8, and records
-// the response in ex.
-func (c *client) callOptions(ex *exchange) []option.RequestOption {
-	return []option.RequestOption{option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(req)
-		if err != nil {
-			return res, err
-		}
-		if res.ContentLength > c.max {
-			_ = res.Body.Close()
-			return nil, &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: res.StatusCode,
-				Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", target.ErrResponseTooLarge, res.ContentLength, c.max)}
-		}
-		body, err := target.ReadLimited(res.Body, c.max)
-		_ = res.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		ex.status, ex.header, ex.body = res.StatusCode, res.Header, body
-		if res.StatusCode >= 200 && res.StatusCode < 300 {
-			if err := target.CheckUTF8(body); err != nil {
-				return nil, err
-			}
-		}
-		res.Body = io.NopCloser(bytes.NewReader(body))
-		res.ContentLength = int64(len(body))
-		return res, nil
-	})}
+// post sends body (a JSON object) to url and reads the reply under the size
+// bound. Its error is a classified *evalrun.Error: a transport failure, an
+// error status (>= 400) with the API's error message, an oversized or (for
+// a 2xx) invalid UTF-8 body. A reply it returns may still not be the JSON
+// the caller wants.
+func (c *client) post(ctx context.Context, url string, body []byte) (exchange, error) {
+	ex, err := c.roundTrip(ctx, url, body)
+	if err != nil {
+		return ex, c.classify(ctx, &ex, err)
+	}
+	return ex, nil
 }
 
-// classify maps an SDK call's error to an *evalrun.Error.
+func (c *client) roundTrip(ctx context.Context, url string, body []byte) (exchange, error) {
+	var ex exchange
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return ex, err
+	}
+	h := req.Header
+	h["Content-Type"] = jsonType
+	h["Accept"] = jsonType
+	h["User-Agent"] = userAgentHeader
+	if c.auth != "" {
+		h["Authorization"] = []string{c.auth}
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return ex, err
+	}
+	defer res.Body.Close()
+	if res.ContentLength > c.max {
+		return ex, &evalrun.Error{Kind: evalrun.ErrorPermanent, StatusCode: res.StatusCode,
+			Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", target.ErrResponseTooLarge, res.ContentLength, c.max)}
+	}
+	b, err := readBody(res.Body, res.ContentLength, c.max)
+	if err != nil {
+		return ex, err
+	}
+	ex.status, ex.header, ex.body = res.StatusCode, res.Header, b
+	if res.StatusCode >= 400 {
+		return ex, apiError(res.StatusCode, b)
+	}
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		if err := target.CheckUTF8(b); err != nil {
+			return ex, err
+		}
+	}
+	return ex, nil
+}
+
+// The constant request headers, shared (net/http only reads them).
+var (
+	jsonType        = []string{"application/json"}
+	userAgentHeader = []string{userAgent}
+)
+
+// readBody reads a response body of at most max bytes (as
+// target.ReadLimited), in one allocation when its length is announced.
+func readBody(r io.Reader, contentLength, max int64) ([]byte, error) {
+	if contentLength < 0 || contentLength > max {
+		return target.ReadLimited(r, max)
+	}
+	// One byte more than announced: a body longer than its header says
+	// is net/http's error, reported by the read.
+	b := make([]byte, contentLength+1)
+	n, err := io.ReadFull(r, b)
+	switch {
+	case int64(n) == contentLength && (err == io.ErrUnexpectedEOF || err == io.EOF):
+		return b[:n], nil
+	case err == nil:
+		return nil, fmt.Errorf("read response: body longer than its Content-Length %d", contentLength)
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF // a body shorter than announced
+	}
+	return nil, fmt.Errorf("read response: %w", err)
+}
+
+// APIError is an error status from the API, with the fields of the body's
+// "error" object (OpenAI's {"error": {"message", "type", "code",
+// "param"}}; a field that is a number there is its JSON text). Its message
+// is the status line, as the SDK's *openai.Error's was; the classified
+// error adds Message after it.
+type APIError struct {
+	StatusCode int
+	Message    string
+	Type       string
+	Code       string
+	Param      string
+}
+
+func (e *APIError) Error() string {
+	if text := http.StatusText(e.StatusCode); text != "" {
+		return fmt.Sprintf("OpenAI API error: %d %s", e.StatusCode, text)
+	}
+	return fmt.Sprintf("OpenAI API error: %d", e.StatusCode)
+}
+
+// errNotAPIError is why an error body's "error" is not an object.
+type errNotAPIError struct{ kind string }
+
+func (e errNotAPIError) Error() string {
+	return fmt.Sprintf("the error body's \"error\" is a %s, not an object", e.kind)
+}
+
+// apiError reads an error status's body as the SDK did: its "error" value,
+// when an object, gives the fields; a body without one (HTML from a proxy,
+// {"detail": ...}) gives an APIError with the status alone; an "error" of
+// another JSON type is not an APIError (classify shows the body instead).
+func apiError(status int, body []byte) error {
+	e := &APIError{StatusCode: status}
+	v := gjson.GetBytes(body, "error")
+	switch v.Type {
+	case gjson.Null:
+		return e
+	case gjson.JSON:
+		if !v.IsObject() {
+			return errNotAPIError{"array"}
+		}
+	case gjson.String:
+		return errNotAPIError{"string"}
+	case gjson.Number:
+		return errNotAPIError{"number"}
+	default:
+		return errNotAPIError{"boolean"}
+	}
+	field := func(name string) string {
+		f := v.Get(name)
+		switch f.Type {
+		case gjson.Null:
+			return ""
+		case gjson.String:
+			return f.Str
+		}
+		return f.Raw
+	}
+	e.Message, e.Type, e.Code, e.Param = field("message"), field("type"), field("code"), field("param")
+	return e
+}
+
+// classify maps a call's error to an *evalrun.Error.
 func (c *client) classify(ctx context.Context, ex *exchange, err error) error {
 	if err == nil {
 		return nil
@@ -208,23 +369,16 @@ func (c *client) classify(ctx context.Context, ex *exchange, err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	var apiErr *oai.Error
+	var apiErr *APIError
 	if errors.As(err, &apiErr) {
-		var h http.Header
-		if apiErr.Response != nil {
-			h = apiErr.Response.Header
-		}
 		cause := error(apiErr)
 		if apiErr.Message != "" {
 			cause = fmt.Errorf("%w: %s", apiErr, apiErr.Message)
 		}
-		return target.ClassifyStatus(apiErr.StatusCode, h, c.clock.Now(), c.scrub.Error(cause))
+		return target.ClassifyStatus(apiErr.StatusCode, ex.header, c.clock.Now(), c.scrub.Error(cause))
 	}
-	switch {
-	case ex.status >= 200 && ex.status < 300:
-		return malformed(ex.status, c.scrub.Error(err), evalrun.Usage{})
-	case ex.status != 0:
-		// An error status whose body the SDK could not parse.
+	if ex.status != 0 {
+		// An error status whose "error" is not an object.
 		if s := snippet(ex.body); s != "" {
 			err = fmt.Errorf("%s", s)
 		}
@@ -235,6 +389,16 @@ func (c *client) classify(ctx context.Context, ex *exchange, err error) error {
 		ue.URL = redact.URL(ue.URL)
 	}
 	return target.ClassifyTransport(c.scrub.Error(err))
+}
+
+// decode decodes a 2xx (or 3xx) reply's body into v; a body that is not
+// that JSON is a malformed response. Like the SDK's decoder, it reads the
+// first JSON value and ignores what follows.
+func decode(ex *exchange, v any) error {
+	if err := json.NewDecoder(bytes.NewReader(ex.body)).Decode(v); err != nil {
+		return malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+	}
+	return nil
 }
 
 // malformed returns a permanent error of a 2xx response that cannot be

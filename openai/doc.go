@@ -1,9 +1,11 @@
 // Package openai talks to any OpenAI-compatible API (OpenAI, vLLM, Ollama,
-// llama.cpp server, LiteLLM, ...) through the official SDK,
-// github.com/openai/openai-go/v3: [ChatTarget] evaluates a chat model as a
-// target, [ChatModel] is the evalrun.ChatModel an LLM judge uses, and
-// [Embedder] is the evalrun.Embedder of the embedding_similarity scorer.
-// The SDK is used in this package only.
+// llama.cpp server, LiteLLM, ...) over its HTTP wire protocol (POST
+// chat/completions and embeddings, JSON bodies, Bearer auth), with net/http
+// and no SDK: [ChatTarget] evaluates a chat model as a target, [ChatModel]
+// is the evalrun.ChatModel an LLM judge uses, and [Embedder] is the
+// evalrun.Embedder of the embedding_similarity scorer. An error status's
+// body is read as OpenAI's {"error": {"message", "type", "code"}} into an
+// [*APIError].
 //
 // # Agents
 //
@@ -22,8 +24,9 @@
 //
 // # Retries
 //
-// The SDK's own retries are turned off (option.WithMaxRetries(0)): the
-// engine's retry policy is the only one, so reported retry counts are true.
+// The client never retries by itself (as the official SDK would, were it
+// used): the engine's retry policy is the only one, so reported retry
+// counts are true.
 // Errors are classified as in package target ([target.ClassifyStatus],
 // [target.ClassifyTransport]): 408, 429 and 5xx, connection failures and
 // one attempt's timeout are transient, with the server's Retry-After
@@ -40,8 +43,8 @@
 // api_key_env, a missing key is allowed and no Authorization header is
 // sent: local servers (Ollama, llama.cpp, vLLM) need none, "local" cannot
 // be told reliably from a URL (container names, LAN hosts), and a server
-// that does need a key answers 401, a clear permanent error. The SDK's
-// other environment variables (OPENAI_BASE_URL, OPENAI_ORG_ID, ...) are
-// ignored, so a run's configuration is all in its suite file and the
-// user's OpenAI key is never sent to another server by accident.
+// that does need a key answers 401, a clear permanent error. The other
+// environment variables OpenAI's SDKs read (OPENAI_BASE_URL, OPENAI_ORG_ID,
+// ...) are ignored, so a run's configuration is all in its suite file and
+// the user's OpenAI key is never sent to another server by accident.
 package openai

@@ -2,9 +2,8 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-
-	oai "github.com/openai/openai-go/v3"
 
 	"github.com/evalrun/evalrun"
 )
@@ -13,7 +12,7 @@ import (
 // API. It is safe for concurrent use.
 type Embedder struct {
 	cl    *client
-	svc   oai.EmbeddingService
+	url   string // of embeddings
 	model string
 	price *Price
 }
@@ -32,7 +31,7 @@ func NewEmbedder(cfg ModelConfig) (*Embedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Embedder{cl: cl, svc: oai.NewEmbeddingService(cl.opts...), model: cfg.Model, price: cfg.Price}, nil
+	return &Embedder{cl: cl, url: cl.endpoint("embeddings"), model: cfg.Model, price: cfg.Price}, nil
 }
 
 // Embed returns one vector per text, in the order of texts, in one call. A
@@ -42,17 +41,20 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float64, eval
 	if len(texts) == 0 {
 		return nil, evalrun.Usage{}, nil
 	}
-	var ex exchange
-	resp, err := e.svc.New(ctx, oai.EmbeddingNewParams{
-		Model:          e.model,
-		Input:          oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
-		EncodingFormat: oai.EmbeddingNewParamsEncodingFormatFloat,
-	}, e.cl.callOptions(&ex)...)
+	body, err := json.Marshal(embedRequest{Model: e.model, Input: texts, EncodingFormat: "float"})
 	if err != nil {
-		return nil, evalrun.Usage{}, e.cl.classify(ctx, &ex, err)
+		return nil, evalrun.Usage{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
+	}
+	ex, err := e.cl.post(ctx, e.url, body)
+	if err != nil {
+		return nil, evalrun.Usage{}, err
+	}
+	var resp embedResponse
+	if err := decode(&ex, &resp); err != nil {
+		return nil, evalrun.Usage{}, err
 	}
 	var u evalrun.Usage
-	if resp.JSON.Usage.Valid() {
+	if resp.Usage != nil {
 		u = usage(evalrun.Int64(resp.Usage.PromptTokens), nil, e.price)
 	}
 	if len(resp.Data) != len(texts) {
@@ -69,6 +71,24 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float64, eval
 		out[d.Index] = d.Embedding
 	}
 	return out, u, nil
+}
+
+// embedRequest is the body of an embeddings call.
+type embedRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
+// embedResponse is what the embedder reads of an embeddings reply.
+type embedResponse struct {
+	Data []struct {
+		Index     int64     `json:"index"`
+		Embedding []float64 `json:"embedding"`
+	} `json:"data"`
+	Usage *struct {
+		PromptTokens int64 `json:"prompt_tokens"`
+	} `json:"usage"`
 }
 
 // Close releases idle connections.
