@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -84,12 +85,26 @@ func (a *repeatAcc) add(index, repeat int, id string) {
 	if index >= len(a.runs) {
 		n := max(index+1, 2*len(a.runs))
 		a.runs = append(a.runs, make([]int32, n-len(a.runs))...)
-		a.ids = append(a.ids, make([]string, n-len(a.ids))...)
 	}
 	a.runs[index]++
-	if a.ids[index] == "" {
-		a.ids[index] = id
+	// Only an item with several results can be flaky, and the flaky list
+	// is what reads ids: an item run once (no repeats) costs no id.
+	if repeat > 0 {
+		if index >= len(a.ids) {
+			a.ids = append(a.ids, make([]string, max(index+1, 2*len(a.ids))-len(a.ids))...)
+		}
+		if a.ids[index] == "" {
+			a.ids[index] = id
+		}
 	}
+}
+
+// idOf returns the id of the item at index, known once it had a repeat.
+func (a *repeatAcc) idOf(index int) string {
+	if index < len(a.ids) {
+		return a.ids[index]
+	}
+	return ""
 }
 
 // pass counts a passed verdict of scorer i on the item at index.
@@ -169,6 +184,8 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 	if !b.cfg.noItems {
 		b.items = make([]ItemRow, 0, min(max(run.Total, 0), 1<<20))
 	}
+	// Sized once: appending would double it (and copy) on the way.
+	b.latencies = make([]float64, 0, min(max(run.Total, 0), 1<<24))
 	for _, s := range run.Scorers {
 		b.scorerIndex(s.Name, s.Threshold)
 	}
@@ -196,7 +213,8 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 		return nil, fmt.Errorf("report: run %s: %w", runID, err)
 	}
 	b := NewBuilder(run, opts...)
-	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+	q := evalrun.ResultQuery{SkipPayloads: b.cfg.noItems && !mayHaveTrajectories(run)}
+	err = store.ScanResults(ctx, runID, q, func(r *evalrun.ItemResult) error {
 		b.Add(r)
 		return ctx.Err()
 	})
@@ -204,6 +222,19 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 		return nil, fmt.Errorf("report: results of run %s: %w", runID, err)
 	}
 	return b.Report(), nil
+}
+
+// mayHaveTrajectories reports whether the run's results may carry
+// trajectories, which the agent summary reads and a payload-free scan
+// ([evalrun.ResultQuery.SkipPayloads]) leaves out: a run without a stored
+// config (a library run: any Go target may record one), or whose config
+// has tools (an agent) or a trajectory mapping (http, exec). Every other
+// report without item rows is built from scores, usage, errors and
+// timings alone, without reading outputs.
+func mayHaveTrajectories(run *evalrun.Run) bool {
+	c := run.Config
+	return len(c) == 0 || bytes.Contains(c, []byte(`"trajectory"`)) || bytes.Contains(c, []byte(`"tools"`)) ||
+		bytes.Contains(c, []byte(`"workflow"`))
 }
 
 // kindSet interns error kinds: one shared pointer per kind, so that rows
@@ -596,7 +627,7 @@ func (b *Builder) reduceRepeats(scorers ScorerTable) []FlakyItem {
 			}
 			if p > 0 && p < n {
 				stats[i].FlakyCount++
-				flaky = append(flaky, FlakyItem{Index: index, ItemID: a.ids[index], Scorer: scorers[i].Name, Passed: p, Runs: n})
+				flaky = append(flaky, FlakyItem{Index: index, ItemID: a.idOf(index), Scorer: scorers[i].Name, Passed: p, Runs: n})
 			}
 		}
 	}

@@ -1,46 +1,19 @@
 package cli
 
 import (
-	"fmt"
 	"runtime/debug"
-	"strings"
 	"testing"
-
-	"github.com/evalrun/evalrun"
 )
 
 // TestNoRetainMemoryLimit checks the limit's floor and that it grows with
-// the items held, so that a big dataset's live heap stays under it.
+// the report's accumulators only (items are streamed, not held).
 func TestNoRetainMemoryLimit(t *testing.T) {
-	if got := noRetainMemoryLimit(nil); got != memLimitFloor {
-		t.Errorf("no items: %d, want the floor %d", got, memLimitFloor)
+	if got := noRetainMemoryLimit(0); got != memLimitFloor {
+		t.Errorf("no executions: %d, want the floor %d", got, memLimitFloor)
 	}
-	small := make([]*evalrun.Item, 1000)
-	for i := range small {
-		small[i] = &evalrun.Item{ID: "q", Input: evalrun.String("question")}
-	}
-	if got := noRetainMemoryLimit(small); got != memLimitFloor {
-		t.Errorf("1,000 small items: %d, want the floor %d", got, memLimitFloor)
-	}
-	// W3 of docs/benchmarks.md: 100,000 items like these get the floor,
-	// the limit it was measured with.
-	w3 := make([]*evalrun.Item, 100_000)
-	for i := range w3 {
-		in := evalrun.String(fmt.Sprintf("item %d: say it back", i))
-		w3[i] = &evalrun.Item{ID: fmt.Sprintf("i%06d", i), Input: in, Expected: in}
-	}
-	if got := noRetainMemoryLimit(w3); got != memLimitFloor {
-		t.Errorf("W3's 100,000 items: %d, want the floor %d", got, memLimitFloor)
-	}
-	// 200,000 items of ~1 KB: ~230 MB held, the limit twice that.
-	input := evalrun.String(strings.Repeat("x", 1000))
-	big := make([]*evalrun.Item, 200_000)
-	for i := range big {
-		big[i] = &evalrun.Item{ID: "q", Input: input}
-	}
-	held := int64(len(big)) * (itemOverhead + 1 + int64(len(input)))
-	if got := noRetainMemoryLimit(big); got != 2*held || got <= memLimitFloor {
-		t.Errorf("200,000 1 KB items: %d, want %d (above the floor)", got, 2*held)
+	// 1,000,000 executions: ~48 MB of report accumulators on top.
+	if got, want := noRetainMemoryLimit(1_000_000), int64(memLimitFloor+48_000_000); got != want {
+		t.Errorf("1,000,000 executions: %d, want %d", got, want)
 	}
 }
 
