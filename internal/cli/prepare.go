@@ -20,8 +20,8 @@ import (
 
 // prepared is everything a run needs, validated before anything executes.
 type prepared struct {
-	suite      *suite.Suite
-	record     *evalrun.Run
+	suite  *suite.Suite
+	record *evalrun.Run
 	// items stream the selected items from the store's pinned version:
 	// nothing holds the dataset.
 	items      engine.ItemSource
