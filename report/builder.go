@@ -47,6 +47,10 @@ type Builder struct {
 
 	cohorts  map[string]*cohortAcc
 	untagged *cohortAcc
+	// allUntagged is true while no result had tags: the untagged cohort's
+	// scores are then the overall ones, and are not kept twice (a float64
+	// per result and scorer); the first tagged result copies them.
+	allUntagged bool
 
 	results, succeeded, failed int
 
@@ -176,6 +180,7 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 		failures:       []Failure{},
 		failuresSorted: true,
 		itemsSorted:    true,
+		allUntagged:    true,
 		lastIndex:      -1,
 	}
 	for _, o := range opts {
@@ -369,6 +374,15 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 	// The cohorts this result counts in.
 	var cohorts [8]*cohortAcc
 	cs := cohorts[:0]
+	if len(tags) > 0 && b.allUntagged {
+		b.allUntagged = false
+		if b.untagged != nil {
+			b.untagged.accs = make([]*scoreAcc, len(b.overall))
+			for i, a := range b.overall {
+				b.untagged.accs[i] = a.clone()
+			}
+		}
+	}
 	if len(tags) == 0 {
 		if b.untagged == nil {
 			b.untagged = &cohortAcc{}
@@ -429,6 +443,9 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 			b.reps.pass(i, r.Index)
 		}
 		for _, c := range cs {
+			if c == b.untagged && b.allUntagged {
+				continue // the overall accumulator holds the same
+			}
 			c.acc(i).add(sr.Score, passed, hasErr)
 		}
 		if hasErr {
@@ -648,7 +665,11 @@ func (b *Builder) reduceRepeats(scorers ScorerTable) []FlakyItem {
 func (b *Builder) table(c *cohortAcc) ScorerTable {
 	t := make(ScorerTable, len(b.names))
 	for i, name := range b.names {
-		t[i] = c.acc(i).stats(name, b.thresholds[i])
+		acc := c.acc(i)
+		if c == b.untagged && b.allUntagged {
+			acc = b.overall[i]
+		}
+		t[i] = acc.stats(name, b.thresholds[i])
 	}
 	return t
 }

@@ -65,3 +65,39 @@ func TestFromStoreSkipsPayloads(t *testing.T) {
 		})
 	}
 }
+
+// The untagged cohort shares the overall scores while every result is
+// untagged and gets its own from the first tagged one: its statistics are
+// those of its results alone either way.
+func TestUntaggedCohortAfterTagged(t *testing.T) {
+	res := func(i int, score float64, tags ...any) *evalrun.ItemResult {
+		it := &evalrun.Item{ID: string(rune('a' + i))}
+		if len(tags) > 0 {
+			it.Metadata = map[string]any{"tags": tags}
+		}
+		return &evalrun.ItemResult{Index: i, ItemID: it.ID, Item: it,
+			Scores: []evalrun.ScorerResult{{Scorer: "s", Score: &score, Passed: score >= 0.5}}}
+	}
+	for name, rs := range map[string][]*evalrun.ItemResult{
+		"all untagged": {res(0, 0), res(1, 1), res(2, 0.5)},
+		"tagged later": {res(0, 0), res(1, 1), res(2, 0.9, "t"), res(3, 0.5)},
+	} {
+		rep := Build(&evalrun.Run{ID: "r"}, rs, WithoutItems())
+		var untagged *Cohort
+		for i := range rep.Cohorts {
+			if rep.Cohorts[i].Key == UntaggedCohort {
+				untagged = &rep.Cohorts[i]
+			}
+		}
+		if untagged == nil || untagged.Count != 3 {
+			t.Fatalf("%s: untagged cohort %+v, want 3 results", name, untagged)
+		}
+		st := untagged.Scorers[0]
+		if st.Count != 3 || *st.Mean != 0.5 || *st.PassRate != 2.0/3 {
+			t.Fatalf("%s: untagged stats count %d mean %v pass %v; want 3, 0.5, 2/3", name, st.Count, *st.Mean, *st.PassRate)
+		}
+		if want := len(rs); rep.Scorers[0].Count != want {
+			t.Fatalf("%s: overall count %d, want %d", name, rep.Scorers[0].Count, want)
+		}
+	}
+}
