@@ -87,7 +87,7 @@ type repeatAcc struct {
 func (a *repeatAcc) add(index, repeat int, id string) {
 	a.maxRepeat = max(a.maxRepeat, repeat)
 	if index >= len(a.runs) {
-		n := max(index+1, 2*len(a.runs))
+		n := max(index+1, grown(len(a.runs)))
 		a.runs = append(a.runs, make([]int32, n-len(a.runs))...)
 	}
 	a.runs[index]++
@@ -95,7 +95,7 @@ func (a *repeatAcc) add(index, repeat int, id string) {
 	// is what reads ids: an item run once (no repeats) costs no id.
 	if repeat > 0 {
 		if index >= len(a.ids) {
-			a.ids = append(a.ids, make([]string, max(index+1, 2*len(a.ids))-len(a.ids))...)
+			a.ids = append(a.ids, make([]string, max(index+1, grown(len(a.ids)))-len(a.ids))...)
 		}
 		if a.ids[index] == "" {
 			a.ids[index] = id
@@ -111,6 +111,11 @@ func (a *repeatAcc) idOf(index int) string {
 	return ""
 }
 
+// grown is the next length of a per-item slice of length n: a quarter
+// more, so that a million items' counters do not end with twice the room
+// they need.
+func grown(n int) int { return max(1024, n+n/4) }
+
 // pass counts a passed verdict of scorer i on the item at index.
 func (a *repeatAcc) pass(i, index int) {
 	for len(a.passed) <= i {
@@ -118,7 +123,7 @@ func (a *repeatAcc) pass(i, index int) {
 	}
 	p := a.passed[i]
 	if index >= len(p) {
-		p = append(p, make([]int32, max(index+1, 2*len(p))-len(p))...)
+		p = append(p, make([]int32, max(index+1, grown(len(p)))-len(p))...)
 		a.passed[i] = p
 	}
 	p[index]++
@@ -193,6 +198,11 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 	b.latencies = make([]float64, 0, min(max(run.Total, 0), 1<<24))
 	for _, s := range run.Scorers {
 		b.scorerIndex(s.Name, s.Threshold)
+	}
+	// The run's scorers score every result at most once: their overall
+	// scores are sized once, not doubled (and copied) on the way.
+	for _, a := range b.overall {
+		a.scores = make([]float64, 0, min(max(run.Total, 0), 1<<24))
 	}
 	return b
 }
