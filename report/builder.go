@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	bits64 "math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -76,16 +77,31 @@ type Builder struct {
 // many of them passed: the input of [RepeatStats] and the flaky list. Item
 // indexes are dense (positions in the run's item list), so slices indexed
 // by them cost a few bytes per item, whatever the order results arrive in.
+//
+// Until a result of a repeat > 0 arrives, every item has at most one
+// result: seen and passBits then keep a bit per item instead of the
+// counters (a run without repeats, most runs, costs 1 bit per item and
+// scorer instead of 4 bytes), and the first repeat turns them into the
+// counters.
 type repeatAcc struct {
 	maxRepeat int
-	runs      []int32   // runs[index]: results of the item
-	ids       []string  // ids[index]: the item's id
-	passed    [][]int32 // passed[scorer][index]: results that passed
+	seen      []uint64   // seen[index/64] bit index%64: the item has its result
+	passBits  [][]uint64 // passBits[scorer]: the item's result passed
+	runs      []int32    // runs[index]: results of the item
+	ids       []string   // ids[index]: the item's id
+	passed    [][]int32  // passed[scorer][index]: results that passed
 }
 
 // add counts result r of the item with id at index.
 func (a *repeatAcc) add(index, repeat int, id string) {
+	if repeat > 0 && a.maxRepeat == 0 {
+		a.expand()
+	}
 	a.maxRepeat = max(a.maxRepeat, repeat)
+	if a.maxRepeat == 0 {
+		a.seen = setBit(a.seen, index)
+		return
+	}
 	if index >= len(a.runs) {
 		n := max(index+1, grown(len(a.runs)))
 		a.runs = append(a.runs, make([]int32, n-len(a.runs))...)
@@ -111,6 +127,38 @@ func (a *repeatAcc) idOf(index int) string {
 	return ""
 }
 
+// expand turns the bits of a run seen without repeats so far into the
+// counters.
+func (a *repeatAcc) expand() {
+	counts := func(bits []uint64) []int32 {
+		out := make([]int32, len(bits)*64)
+		for w, word := range bits {
+			for word != 0 {
+				b := bits64.TrailingZeros64(word)
+				out[w*64+b] = 1
+				word &= word - 1
+			}
+		}
+		return out
+	}
+	a.runs = counts(a.seen)
+	a.passed = make([][]int32, len(a.passBits))
+	for i, bits := range a.passBits {
+		a.passed[i] = counts(bits)
+	}
+	a.seen, a.passBits = nil, nil
+}
+
+// setBit sets bit i of bits, growing it as needed.
+func setBit(bits []uint64, i int) []uint64 {
+	w := i / 64
+	if w >= len(bits) {
+		bits = append(bits, make([]uint64, max(w+1, grown(len(bits)))-len(bits))...)
+	}
+	bits[w] |= 1 << (i % 64)
+	return bits
+}
+
 // grown is the next length of a per-item slice of length n: a quarter
 // more, so that a million items' counters do not end with twice the room
 // they need.
@@ -118,6 +166,13 @@ func grown(n int) int { return max(1024, n+n/4) }
 
 // pass counts a passed verdict of scorer i on the item at index.
 func (a *repeatAcc) pass(i, index int) {
+	if a.maxRepeat == 0 {
+		for len(a.passBits) <= i {
+			a.passBits = append(a.passBits, nil)
+		}
+		a.passBits[i] = setBit(a.passBits[i], index)
+		return
+	}
 	for len(a.passed) <= i {
 		a.passed = append(a.passed, nil)
 	}
