@@ -319,7 +319,7 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 			opts.Cache, opts.CacheKey = c, v.suite.CacheKey()
 		}
 		if opts.DiscardResults && i == 0 {
-			restoreLimit = setMemoryLimit(noRetainMemoryLimit(v.items.Len() * max(opts.Repeat, 1) * len(x.variants)))
+			restoreLimit = setMemoryLimit(noRetainMemoryLimit())
 		}
 		opts.Concurrency = max(fitConcurrency(st.Stderr, opts.Concurrency*len(x.variants), v.record.Target.Kind)/len(x.variants), 1)
 		n := v.items.Len() * max(opts.Repeat, 1)

@@ -10,9 +10,10 @@ import (
 // A run that keeps no results (execution.retain_results: false) has a small
 // live heap: the items in flight and those whose results wait for the
 // store (the engine streams items from the store, it does not hold the
-// dataset), the writer's queue (bounded in bytes, see
-// engine.Options.WriterBufferBytes) and, when the report is built after
-// the run, its accumulators (about reportPerExecution bytes per result).
+// dataset) and the writer's queue (bounded in bytes, see
+// engine.Options.WriterBufferBytes): a few MB whatever the dataset's size.
+// The report built after the run from storage holds its accumulators, a
+// few bytes per result (see reportMemoryLimit).
 // But every result passes through several short-lived copies (the
 // response body, the decoded output, its JSON, the scorer's text, the
 // store's argument copy, the report's scan reading it back): ~60 KB of
@@ -29,20 +30,29 @@ const (
 	// 33 s of CPU; 48 MiB 99.7 MB, 34 s; 44 MiB 94 MB, 39 s; 40 MiB
 	// 89 MB, 42 s.
 	memLimitFloor = 44 << 20
-	// reportPerExecution is what the report built after the run keeps per
-	// result: its latency and one score per scorer for the percentiles
-	// (overall and its cohort), the repeat counters (~40 bytes with one
-	// scorer), rounded up.
-	reportPerExecution = 48
+	// reportLimitFloor is the least limit while the report of a
+	// --no-retain run is built from storage: the store's scan and the
+	// report's fixed parts (~10 MB) plus room for garbage. Measured on M1
+	// of docs/benchmarks.md (1,000,000 results, one scorer): the limit of
+	// the run (44 MiB + 16 MB) let the report pass peak at 91 MB of RSS;
+	// 36 MiB, 79 MB, for ~1 s more of CPU.
+	reportLimitFloor = 20 << 20
 )
 
-// noRetainMemoryLimit returns the soft memory limit of a --no-retain run
-// of executions item executions: memLimitFloor plus what the report's
-// accumulators hold, so that a huge run's live heap stays under the limit
-// (above it, the collector would run continuously, up to its CPU cap of
-// about half the process's CPU).
-func noRetainMemoryLimit(executions int) int64 {
-	return memLimitFloor + reportPerExecution*int64(executions)
+// noRetainMemoryLimit is the soft memory limit of a --no-retain run while
+// it executes: the live heap does not grow with the dataset.
+func noRetainMemoryLimit() int64 { return memLimitFloor }
+
+// reportMemoryLimit is the soft memory limit while the report of a
+// --no-retain run of executions results and scorers scorers is built from
+// storage: reportLimitFloor plus what its accumulators keep per result, a
+// latency and an overall score per scorer (8 bytes each) for the
+// percentiles, so that a huge run's live heap stays under the limit (above
+// it, the collector would run continuously, up to its CPU cap of about half
+// the process's CPU). Tags add a score per cohort, repeats 4 bytes per
+// item and scorer: the limit is soft, they cost only some collection.
+func reportMemoryLimit(executions, scorers int) int64 {
+	return reportLimitFloor + 8*int64(1+scorers)*int64(executions)
 }
 
 // setMemoryLimit sets the runtime's soft memory limit to limit unless the

@@ -5,15 +5,19 @@ import (
 	"testing"
 )
 
-// TestNoRetainMemoryLimit checks the limit's floor and that it grows with
-// the report's accumulators only (items are streamed, not held).
-func TestNoRetainMemoryLimit(t *testing.T) {
-	if got := noRetainMemoryLimit(0); got != memLimitFloor {
-		t.Errorf("no executions: %d, want the floor %d", got, memLimitFloor)
+// TestReportMemoryLimit checks the report's limit: its floor, and 8 bytes
+// per result for its latency and per scorer for its score.
+func TestReportMemoryLimit(t *testing.T) {
+	if got := reportMemoryLimit(0, 3); got != reportLimitFloor {
+		t.Errorf("no executions: %d, want the floor %d", got, reportLimitFloor)
 	}
-	// 1,000,000 executions: ~48 MB of report accumulators on top.
-	if got, want := noRetainMemoryLimit(1_000_000), int64(memLimitFloor+48_000_000); got != want {
-		t.Errorf("1,000,000 executions: %d, want %d", got, want)
+	// M1 of docs/benchmarks.md: 1,000,000 results, one scorer: ~36 MiB,
+	// the limit measured there.
+	if got, want := reportMemoryLimit(1_000_000, 1), int64(reportLimitFloor+16_000_000); got != want || got > 36<<20 {
+		t.Errorf("1,000,000 executions, 1 scorer: %d, want %d (at most 36 MiB)", got, want)
+	}
+	if reportMemoryLimit(1000, 2) <= reportMemoryLimit(1000, 1) {
+		t.Error("a second scorer does not raise the limit")
 	}
 }
 

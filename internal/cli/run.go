@@ -220,9 +220,8 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		opts.Cache, opts.CacheKey = c, p.suite.CacheKey()
 	}
 	if opts.DiscardResults {
-		// The limit fitted to the run's size, now that it is known.
 		restoreLimit()
-		restoreLimit = setMemoryLimit(noRetainMemoryLimit(p.items.Len() * max(opts.Repeat, 1)))
+		restoreLimit = setMemoryLimit(noRetainMemoryLimit())
 	}
 	opts.Concurrency = fitConcurrency(st.Stderr, opts.Concurrency, rec.Target.Kind)
 	prog := st.newProgress(p.items.Len()*max(opts.Repeat, 1), f.quiet)
@@ -237,6 +236,12 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return err
 	}
 
+	if opts.DiscardResults {
+		// The report is built from storage: its accumulators grow with
+		// the results, its garbage (the scan) must not.
+		restoreLimit()
+		restoreLimit = setMemoryLimit(reportMemoryLimit(sum.Succeeded+sum.Failed, len(rec.Scorers)))
+	}
 	// The context may be cancelled: reports are read and written regardless.
 	bg := context.WithoutCancel(ctx)
 	var rep *report.Report
