@@ -35,8 +35,9 @@ const (
 	// report's fixed parts (~10 MB) plus room for garbage. Measured on M1
 	// of docs/benchmarks.md (1,000,000 results, one scorer): the limit of
 	// the run (44 MiB + 16 MB) let the report pass peak at 91 MB of RSS;
-	// 36 MiB, 79 MB, for ~1 s more of CPU.
-	reportLimitFloor = 20 << 20
+	// a 20 MiB floor (a 35 MiB limit) 82.1 MB, 16 MiB (31 MiB) 78.4 MB,
+	// for the same CPU (medians of 3).
+	reportLimitFloor = 16 << 20
 )
 
 // noRetainMemoryLimit is the soft memory limit of a --no-retain run while

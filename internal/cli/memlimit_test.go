@@ -11,7 +11,7 @@ func TestReportMemoryLimit(t *testing.T) {
 	if got := reportMemoryLimit(0, 3); got != reportLimitFloor {
 		t.Errorf("no executions: %d, want the floor %d", got, reportLimitFloor)
 	}
-	// M1 of docs/benchmarks.md: 1,000,000 results, one scorer: ~36 MiB,
+	// M1 of docs/benchmarks.md: 1,000,000 results, one scorer: ~31 MiB,
 	// the limit measured there.
 	if got, want := reportMemoryLimit(1_000_000, 1), int64(reportLimitFloor+16_000_000); got != want || got > 36<<20 {
 		t.Errorf("1,000,000 executions, 1 scorer: %d, want %d (at most 36 MiB)", got, want)
