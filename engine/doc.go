@@ -5,7 +5,10 @@
 // in input order and a summary that is returned on completion, on cancel
 // and on fatal error alike.
 //
-// [Run] is the entry point for a whole run. [Pipeline] is the per-item part
+// [Run] is the entry point for a whole run. Its items are a slice
+// (Spec.Items) or an [ItemSource] that streams them (Spec.Source;
+// [DatasetSource] reads a stored dataset version page by page), read as
+// workers take them. [Pipeline] is the per-item part
 // (execute with deadline and retries, then score), which the distributed
 // worker calls for one item at a time.
 //
@@ -19,5 +22,7 @@
 //   - a panic, NaN or out-of-range score is an error of that scorer alone;
 //   - a slow or failing store never stops execution: writes are batched
 //     off the hot path, retried, then counted in PersistErrors;
-//   - the counts written to the store equal the summary's.
+//   - the counts written to the store equal the summary's;
+//   - a run from an [ItemSource] holds at most concurrency + the writer's
+//     bound items at once, whatever the dataset's size.
 package engine

@@ -22,15 +22,43 @@ type Spec struct {
 	// With Options.Resume it is the stored record of the run to continue.
 	// Nil means an anonymous run with a generated id.
 	Run *evalrun.Run
-	// Items are the dataset items, in order. A result's Index is the
-	// item's position here.
-	Items   []*evalrun.Item
+	// Items are the dataset items, in order, held in memory: a result's
+	// Index is the item's position here. Set Items or Source, not both.
+	Items []*evalrun.Item
+	// Source streams the items instead (see [ItemSource]): the run reads
+	// them as its workers need them and holds at most concurrency plus
+	// the writer's bound of them ([Options.WriterBuffer]), whatever the
+	// dataset's size. [DatasetSource] reads a stored dataset version.
+	Source  ItemSource
 	Target  evalrun.Target
 	Scorers []evalrun.Scorer
 	Options Options
 }
 
-// Run executes spec.Items against spec.Target, scores every output with
+// ItemCount is the number of items of the spec: Source.Len() when it has a
+// source, len(Items) otherwise.
+func (s Spec) ItemCount() int {
+	if s.Source != nil {
+		return s.Source.Len()
+	}
+	return len(s.Items)
+}
+
+// CheckItems returns an ErrInvalid error when the spec has both Items and
+// a Source, or a nil item among Items.
+func (s Spec) CheckItems() error {
+	if s.Source != nil && s.Items != nil {
+		return fmt.Errorf("%w: a spec has Items or a Source, not both", evalrun.ErrInvalid)
+	}
+	for i, it := range s.Items {
+		if it == nil {
+			return fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// Run executes the spec's items (Items or Source) against spec.Target, scores every output with
 // spec.Scorers and hands each result to store (nil: nothing is stored).
 //
 // It returns a summary whenever the run started, also when ctx is
@@ -44,21 +72,25 @@ func Run(ctx context.Context, store evalrun.RunStore, spec Spec) (*evalrun.Summa
 		return nil, err
 	}
 	opts := p.opts
-	if err := CheckExecutions(len(spec.Items), opts.Repeat); err != nil {
+	if err := spec.CheckItems(); err != nil {
+		return nil, err
+	}
+	n := spec.ItemCount()
+	if err := CheckExecutions(n, opts.Repeat); err != nil {
 		return nil, fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
-	for i, it := range spec.Items {
-		if it == nil {
-			return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
-		}
+	src := spec.Source
+	if src == nil {
+		src = SliceSource(spec.Items)
 	}
 	r := &runner{
 		pipeline: p,
 		opts:     opts,
 		store:    store,
-		items:    spec.Items,
+		source:   src,
+		count:    n,
 		repeat:   opts.Repeat,
-		total:    len(spec.Items) * opts.Repeat,
+		total:    n * opts.Repeat,
 	}
 	if err := r.prepare(ctx, spec.Run); err != nil {
 		return nil, err
@@ -71,15 +103,21 @@ type runner struct {
 	pipeline *Pipeline
 	opts     Options
 	store    evalrun.RunStore
-	items    []*evalrun.Item
+	source   ItemSource
+	count    int // items the source announced
 	repeat   int
 	total    int
 	record   *evalrun.Run
 
-	// done marks (index×repeat) executions that need not run (resume).
+	// done marks (index×repeat) executions that need not run (resume):
+	// a byte per execution, 10 MB at MaxExecutions.
 	done []bool
 	// prior counts stored results that a resume keeps.
 	priorSucceeded, priorFailed int
+
+	// itemsErr (wrapping ErrItems) is why the source stopped early; set
+	// by dispatch before it closes the jobs.
+	itemsErr error
 
 	succeeded, failed, scorerErrors atomic.Int64
 	results                         []*evalrun.ItemResult
@@ -138,7 +176,7 @@ func (r *runner) loadDone(ctx context.Context, runID string) error {
 	}
 	r.done = make([]bool, r.total)
 	return r.store.ScanResultKeys(ctx, runID, func(k evalrun.ResultKey) error {
-		if k.Index < 0 || k.Index >= len(r.items) || k.Repeat < 0 || k.Repeat >= r.repeat {
+		if k.Index < 0 || k.Index >= r.count || k.Repeat < 0 || k.Repeat >= r.repeat {
 			return nil // outside this run's shape (e.g. a smaller --limit): ignore
 		}
 		if k.Failed && r.opts.RetryFailed {
@@ -176,21 +214,20 @@ func (r *runner) execute(parent context.Context) *evalrun.Summary {
 	r.succeeded.Store(int64(r.priorSucceeded))
 	r.failed.Store(int64(r.priorFailed))
 
-	var next atomic.Int64
+	// One goroutine reads the items and hands executions out in index ×
+	// repeat order through an unbuffered channel: an item is read only
+	// when a worker is free to take its first execution, so the run holds
+	// the items in flight, the one being handed out and those whose
+	// results wait in the writer, never the dataset.
+	jobs := make(chan execution)
+	go r.dispatch(ctx, jobs)
 	var wg sync.WaitGroup
 	for range min(r.opts.Concurrency, max(r.total, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				j := int(next.Add(1) - 1)
-				if j >= r.total {
-					return
-				}
-				if r.done != nil && r.done[j] {
-					continue
-				}
-				r.one(ctx, cancel, w, j)
+			for e := range jobs {
+				r.one(ctx, cancel, w, e)
 			}
 		}()
 	}
@@ -198,13 +235,69 @@ func (r *runner) execute(parent context.Context) *evalrun.Summary {
 	if w != nil {
 		w.close()
 	}
+	if r.itemsErr != nil {
+		cancel(r.itemsErr) // after the executions handed out have ended
+	}
 	return r.finish(parent, ctx, w)
 }
 
-// one processes execution j (item j/repeat, repeat j%repeat).
-func (r *runner) one(ctx context.Context, cancel context.CancelCauseFunc, w *resultWriter, j int) {
-	idx, rep := j/r.repeat, j%r.repeat
-	res := r.pipeline.Process(ctx, r.record.ID, r.items[idx], idx, rep)
+// execution is one execution to run: repeat rep of the item of index idx.
+type execution struct {
+	item     *evalrun.Item
+	idx, rep int
+}
+
+// dispatch reads the source and sends every execution without a result
+// on jobs, in index × repeat order, until all are sent or ctx ends; then
+// it closes jobs. A source that fails, yields a nil item or not the items
+// it announced sets r.itemsErr: what was handed out still runs, then the
+// run stops with it.
+func (r *runner) dispatch(ctx context.Context, jobs chan<- execution) {
+	defer close(jobs)
+	pending := r.total - r.priorSucceeded - r.priorFailed
+	if pending == 0 || ctx.Err() != nil {
+		return
+	}
+	idx := 0
+	for it, err := range r.source.Items(ctx) {
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.itemsErr = fmt.Errorf("%w: %w", ErrItems, err)
+			return
+		case idx >= r.count:
+			r.itemsErr = fmt.Errorf("%w: the source yields more than the %d items it announced", ErrItems, r.count)
+			return
+		case it == nil:
+			r.itemsErr = fmt.Errorf("%w: item %d is nil", ErrItems, idx)
+			return
+		}
+		for rep := range r.repeat {
+			if r.done != nil && r.done[idx*r.repeat+rep] {
+				continue
+			}
+			select {
+			case jobs <- execution{item: it, idx: idx, rep: rep}:
+			case <-ctx.Done():
+				return
+			}
+			pending--
+		}
+		if pending == 0 {
+			return // the rest of the items are done (resume): not read
+		}
+		idx++
+	}
+	if ctx.Err() == nil {
+		r.itemsErr = fmt.Errorf("%w: the source yielded %d of the %d items it announced", ErrItems, idx, r.count)
+	}
+}
+
+// one processes execution e.
+func (r *runner) one(ctx context.Context, cancel context.CancelCauseFunc, w *resultWriter, e execution) {
+	idx, rep, j := e.idx, e.rep, e.idx*r.repeat+e.rep
+	res := r.pipeline.Process(ctx, r.record.ID, e.item, idx, rep)
 	if res.ErrorKind == evalrun.ErrorCanceled {
 		return // skipped: not counted, not stored, run again on resume
 	}
@@ -310,14 +403,15 @@ var ErrIncomplete = errors.New("executions have no result")
 
 // Decide settles the status of a finished run from its counts and why it
 // stopped: stopped is nil when it ran to its end, an error wrapping
-// ErrStrict when a strict run's scorer failed or ErrStoreFailed when its
-// store refused its results (both fail the run), any other error when it
+// ErrStrict when a strict run's scorer failed, ErrStoreFailed when its
+// store refused its results or ErrItems when its items could not be read
+// (all fail the run), any other error when it
 // was canceled (then it is the run's error). It returns the status and the
 // run's error.
 func Decide(total, succeeded, failed int, stopped error) (evalrun.RunStatus, error) {
 	skipped := total - succeeded - failed
 	switch {
-	case errors.Is(stopped, ErrStrict), errors.Is(stopped, ErrStoreFailed):
+	case errors.Is(stopped, ErrStrict), errors.Is(stopped, ErrStoreFailed), errors.Is(stopped, ErrItems):
 		return evalrun.RunFailed, stopped
 	case skipped > 0 && stopped != nil:
 		return evalrun.RunCanceled, stopped

@@ -60,3 +60,35 @@ func ExamplePipeline_Process() {
 	fmt.Println(string(r.Output), *r.Scores[0].Score, r.Attempts)
 	// Output: "hi" 1 1
 }
+
+// Run a stored dataset version without holding it: the source reads it
+// page by page as the workers need items, keeping the tagged ones.
+func ExampleDatasetSource() {
+	ctx := context.Background()
+	store := inmem.New()
+	v, _, err := store.ImportDataset(ctx, "greetings", []*evalrun.Item{
+		{ID: "a", Input: evalrun.String("hi"), Expected: evalrun.String("hi"), Metadata: map[string]any{"tags": "smoke"}},
+		{ID: "b", Input: evalrun.String("yo"), Expected: evalrun.String("yo")},
+		{ID: "c", Input: evalrun.String("hey"), Expected: evalrun.String("hey"), Metadata: map[string]any{"tags": "smoke"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	src, err := engine.NewDatasetSource(ctx, store, "greetings", v.Version, engine.Selection{Tags: []string{"smoke"}})
+	if err != nil {
+		panic(err)
+	}
+	summary, err := engine.Run(ctx, store, engine.Spec{
+		Run:     &evalrun.Run{Dataset: "greetings", DatasetVersion: v.Version},
+		Source:  src,
+		Target:  echo,
+		Scorers: []evalrun.Scorer{exact},
+		Options: engine.Options{DiscardResults: true},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(src.Len(), "items:", summary.Status, summary.Succeeded, "of", summary.Total)
+	// Output:
+	// 2 items: completed 2 of 2
+}

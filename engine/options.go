@@ -17,7 +17,7 @@ const (
 	DefaultWriterBuffer = 1024
 	// DefaultWriterBufferBytes bounds the bytes of results waiting for the
 	// store.
-	DefaultWriterBufferBytes = 32 << 20
+	DefaultWriterBufferBytes = 8 << 20
 	DefaultFlushInterval     = 100 * time.Millisecond
 )
 

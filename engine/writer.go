@@ -114,9 +114,13 @@ func (w *resultWriter) put(r *evalrun.ItemResult) {
 }
 
 // weight is the share of the byte budget r holds while queued: roughly
-// its size, capped so that one result larger than the budget still fits.
+// its size and its item's (a queued result keeps its item alive), capped
+// so that one result larger than the budget still fits.
 func (w *resultWriter) weight(r *evalrun.ItemResult) int64 {
 	n := int64(256 + len(r.Output) + len(r.Error))
+	if it := r.Item; it != nil {
+		n += int64(len(it.ID) + len(it.Input) + len(it.Expected))
+	}
 	for _, s := range r.Scores {
 		n += int64(64 + len(s.Reason) + len(s.Error))
 	}

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	bits64 "math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +48,10 @@ type Builder struct {
 
 	cohorts  map[string]*cohortAcc
 	untagged *cohortAcc
+	// allUntagged is true while no result had tags: the untagged cohort's
+	// scores are then the overall ones, and are not kept twice (a float64
+	// per result and scorer); the first tagged result copies them.
+	allUntagged bool
 
 	results, succeeded, failed int
 
@@ -71,35 +77,108 @@ type Builder struct {
 // many of them passed: the input of [RepeatStats] and the flaky list. Item
 // indexes are dense (positions in the run's item list), so slices indexed
 // by them cost a few bytes per item, whatever the order results arrive in.
+//
+// Until a result of a repeat > 0 arrives, every item has at most one
+// result: seen and passBits then keep a bit per item instead of the
+// counters (a run without repeats, most runs, costs 1 bit per item and
+// scorer instead of 4 bytes), and the first repeat turns them into the
+// counters.
 type repeatAcc struct {
 	maxRepeat int
-	runs      []int32   // runs[index]: results of the item
-	ids       []string  // ids[index]: the item's id
-	passed    [][]int32 // passed[scorer][index]: results that passed
+	seen      []uint64   // seen[index/64] bit index%64: the item has its result
+	passBits  [][]uint64 // passBits[scorer]: the item's result passed
+	runs      []int32    // runs[index]: results of the item
+	ids       []string   // ids[index]: the item's id
+	passed    [][]int32  // passed[scorer][index]: results that passed
 }
 
 // add counts result r of the item with id at index.
 func (a *repeatAcc) add(index, repeat int, id string) {
+	if repeat > 0 && a.maxRepeat == 0 {
+		a.expand()
+	}
 	a.maxRepeat = max(a.maxRepeat, repeat)
+	if a.maxRepeat == 0 {
+		a.seen = setBit(a.seen, index)
+		return
+	}
 	if index >= len(a.runs) {
-		n := max(index+1, 2*len(a.runs))
+		n := max(index+1, grown(len(a.runs)))
 		a.runs = append(a.runs, make([]int32, n-len(a.runs))...)
-		a.ids = append(a.ids, make([]string, n-len(a.ids))...)
 	}
 	a.runs[index]++
-	if a.ids[index] == "" {
-		a.ids[index] = id
+	// Only an item with several results can be flaky, and the flaky list
+	// is what reads ids: an item run once (no repeats) costs no id.
+	if repeat > 0 {
+		if index >= len(a.ids) {
+			a.ids = append(a.ids, make([]string, max(index+1, grown(len(a.ids)))-len(a.ids))...)
+		}
+		if a.ids[index] == "" {
+			a.ids[index] = id
+		}
 	}
 }
 
+// idOf returns the id of the item at index, known once it had a repeat.
+func (a *repeatAcc) idOf(index int) string {
+	if index < len(a.ids) {
+		return a.ids[index]
+	}
+	return ""
+}
+
+// expand turns the bits of a run seen without repeats so far into the
+// counters.
+func (a *repeatAcc) expand() {
+	counts := func(bits []uint64) []int32 {
+		out := make([]int32, len(bits)*64)
+		for w, word := range bits {
+			for word != 0 {
+				b := bits64.TrailingZeros64(word)
+				out[w*64+b] = 1
+				word &= word - 1
+			}
+		}
+		return out
+	}
+	a.runs = counts(a.seen)
+	a.passed = make([][]int32, len(a.passBits))
+	for i, bits := range a.passBits {
+		a.passed[i] = counts(bits)
+	}
+	a.seen, a.passBits = nil, nil
+}
+
+// setBit sets bit i of bits, growing it as needed.
+func setBit(bits []uint64, i int) []uint64 {
+	w := i / 64
+	if w >= len(bits) {
+		bits = append(bits, make([]uint64, max(w+1, grown(len(bits)))-len(bits))...)
+	}
+	bits[w] |= 1 << (i % 64)
+	return bits
+}
+
+// grown is the next length of a per-item slice of length n: a quarter
+// more, so that a million items' counters do not end with twice the room
+// they need.
+func grown(n int) int { return max(1024, n+n/4) }
+
 // pass counts a passed verdict of scorer i on the item at index.
 func (a *repeatAcc) pass(i, index int) {
+	if a.maxRepeat == 0 {
+		for len(a.passBits) <= i {
+			a.passBits = append(a.passBits, nil)
+		}
+		a.passBits[i] = setBit(a.passBits[i], index)
+		return
+	}
 	for len(a.passed) <= i {
 		a.passed = append(a.passed, nil)
 	}
 	p := a.passed[i]
 	if index >= len(p) {
-		p = append(p, make([]int32, max(index+1, 2*len(p))-len(p))...)
+		p = append(p, make([]int32, max(index+1, grown(len(p)))-len(p))...)
 		a.passed[i] = p
 	}
 	p[index]++
@@ -161,6 +240,7 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 		failures:       []Failure{},
 		failuresSorted: true,
 		itemsSorted:    true,
+		allUntagged:    true,
 		lastIndex:      -1,
 	}
 	for _, o := range opts {
@@ -169,8 +249,15 @@ func NewBuilder(run *evalrun.Run, opts ...Option) *Builder {
 	if !b.cfg.noItems {
 		b.items = make([]ItemRow, 0, min(max(run.Total, 0), 1<<20))
 	}
+	// Sized once: appending would double it (and copy) on the way.
+	b.latencies = make([]float64, 0, min(max(run.Total, 0), 1<<24))
 	for _, s := range run.Scorers {
 		b.scorerIndex(s.Name, s.Threshold)
+	}
+	// The run's scorers score every result at most once: their overall
+	// scores are sized once, not doubled (and copied) on the way.
+	for _, a := range b.overall {
+		a.scores = make([]float64, 0, min(max(run.Total, 0), 1<<24))
 	}
 	return b
 }
@@ -196,7 +283,8 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 		return nil, fmt.Errorf("report: run %s: %w", runID, err)
 	}
 	b := NewBuilder(run, opts...)
-	err = store.ScanResults(ctx, runID, evalrun.ResultQuery{}, func(r *evalrun.ItemResult) error {
+	q := evalrun.ResultQuery{SkipPayloads: b.cfg.noItems && !mayHaveTrajectories(run)}
+	err = store.ScanResults(ctx, runID, q, func(r *evalrun.ItemResult) error {
 		b.Add(r)
 		return ctx.Err()
 	})
@@ -204,6 +292,19 @@ func FromStore(ctx context.Context, store evalrun.RunStore, runID string, opts .
 		return nil, fmt.Errorf("report: results of run %s: %w", runID, err)
 	}
 	return b.Report(), nil
+}
+
+// mayHaveTrajectories reports whether the run's results may carry
+// trajectories, which the agent summary reads and a payload-free scan
+// ([evalrun.ResultQuery.SkipPayloads]) leaves out: a run without a stored
+// config (a library run: any Go target may record one), or whose config
+// has tools (an agent) or a trajectory mapping (http, exec). Every other
+// report without item rows is built from scores, usage, errors and
+// timings alone, without reading outputs.
+func mayHaveTrajectories(run *evalrun.Run) bool {
+	c := run.Config
+	return len(c) == 0 || bytes.Contains(c, []byte(`"trajectory"`)) || bytes.Contains(c, []byte(`"tools"`)) ||
+		bytes.Contains(c, []byte(`"workflow"`))
 }
 
 // kindSet interns error kinds: one shared pointer per kind, so that rows
@@ -338,6 +439,15 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 	// The cohorts this result counts in.
 	var cohorts [8]*cohortAcc
 	cs := cohorts[:0]
+	if len(tags) > 0 && b.allUntagged {
+		b.allUntagged = false
+		if b.untagged != nil {
+			b.untagged.accs = make([]*scoreAcc, len(b.overall))
+			for i, a := range b.overall {
+				b.untagged.accs[i] = a.clone()
+			}
+		}
+	}
 	if len(tags) == 0 {
 		if b.untagged == nil {
 			b.untagged = &cohortAcc{}
@@ -398,6 +508,9 @@ func (b *Builder) Add(r *evalrun.ItemResult) {
 			b.reps.pass(i, r.Index)
 		}
 		for _, c := range cs {
+			if c == b.untagged && b.allUntagged {
+				continue // the overall accumulator holds the same
+			}
 			c.acc(i).add(sr.Score, passed, hasErr)
 		}
 		if hasErr {
@@ -596,7 +709,7 @@ func (b *Builder) reduceRepeats(scorers ScorerTable) []FlakyItem {
 			}
 			if p > 0 && p < n {
 				stats[i].FlakyCount++
-				flaky = append(flaky, FlakyItem{Index: index, ItemID: a.ids[index], Scorer: scorers[i].Name, Passed: p, Runs: n})
+				flaky = append(flaky, FlakyItem{Index: index, ItemID: a.idOf(index), Scorer: scorers[i].Name, Passed: p, Runs: n})
 			}
 		}
 	}
@@ -617,7 +730,11 @@ func (b *Builder) reduceRepeats(scorers ScorerTable) []FlakyItem {
 func (b *Builder) table(c *cohortAcc) ScorerTable {
 	t := make(ScorerTable, len(b.names))
 	for i, name := range b.names {
-		t[i] = c.acc(i).stats(name, b.thresholds[i])
+		acc := c.acc(i)
+		if c == b.untagged && b.allUntagged {
+			acc = b.overall[i]
+		}
+		t[i] = acc.stats(name, b.thresholds[i])
 	}
 	return t
 }

@@ -92,6 +92,13 @@ func (a *scoreAcc) add(score *float64, passed bool, hasError bool) {
 	a.hist[bucket(*score, HistogramBuckets)]++
 }
 
+// clone returns a copy of a that shares nothing with it.
+func (a *scoreAcc) clone() *scoreAcc {
+	c := *a
+	c.scores = slices.Clone(a.scores)
+	return &c
+}
+
 // stats sorts the accumulated scores (in place; later adds may follow) and
 // returns the statistics.
 func (a *scoreAcc) stats(name string, threshold float64) ScorerStats {

@@ -92,7 +92,8 @@ func NewCoordinator(ctx context.Context, store *postgres.Store, opts Coordinator
 // Enqueue validates the spec like [engine.Run] does (target, scorers,
 // options), creates the run record (status running) and inserts one job
 // per item and repeat, all in one transaction: either the run exists with
-// every job, or nothing was written. spec.Items are only counted: workers
+// every job, or nothing was written. spec's items (Items or Source) are
+// only counted, never read: workers
 // load the items through their [Builder]; spec.Run must describe the run
 // (Dataset, DatasetVersion, Target, Config with the item selection) so
 // that they can. The record's ID is generated when empty and its Scorers
@@ -150,6 +151,7 @@ func (c *Coordinator) EnqueueAll(ctx context.Context, specs []engine.Spec) ([]*e
 func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engine.Spec) ([]*evalrun.Run, error) {
 	recs := make([]*evalrun.Run, len(specs))
 	repeats := make([]int, len(specs))
+	counts := make([]int, len(specs))
 	longest := 0
 	now := c.opts.Clock.Now()
 	for k, spec := range specs {
@@ -157,10 +159,8 @@ func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engin
 		if err != nil {
 			return nil, err
 		}
-		for i, it := range spec.Items {
-			if it == nil {
-				return nil, fmt.Errorf("%w: item %d is nil", evalrun.ErrInvalid, i)
-			}
+		if err := spec.CheckItems(); err != nil {
+			return nil, err
 		}
 		repeat := max(spec.Options.Repeat, 1)
 		rec := spec.Run
@@ -172,15 +172,15 @@ func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engin
 		}
 		rec.Scorers = p.ScorerInfos()
 		rec.Status = evalrun.RunRunning
-		rec.Total = len(spec.Items) * repeat
+		rec.Total = spec.ItemCount() * repeat
 		rec.Succeeded, rec.Failed, rec.Skipped, rec.PersistErrors = 0, 0, rec.Total, 0
 		rec.Error = ""
 		rec.CreatedAt, rec.StartedAt, rec.CompletedAt = now, now, time.Time{}
 		if err := c.store.CreateRunTx(ctx, tx, rec); err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
-		recs[k], repeats[k] = rec, repeat
-		longest = max(longest, len(spec.Items))
+		recs[k], repeats[k], counts[k] = rec, repeat, spec.ItemCount()
+		longest = max(longest, counts[k])
 	}
 	opts := &river.InsertOpts{Queue: c.opts.Queue}
 	batch := make([]river.InsertManyParams, 0, insertBatch)
@@ -195,8 +195,8 @@ func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engin
 		return nil
 	}
 	for i := range longest {
-		for k, spec := range specs {
-			if i >= len(spec.Items) {
+		for k := range specs {
+			if i >= counts[k] {
 				continue
 			}
 			for r := range repeats[k] {

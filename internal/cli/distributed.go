@@ -66,14 +66,14 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		if err := p.suite.CheckStorable(); err != nil {
 			return err
 		}
-		if rec, err = coord.Enqueue(ctx, engine.Spec{Run: rec, Items: p.items, Target: p.target,
+		if rec, err = coord.Enqueue(ctx, engine.Spec{Run: rec, Source: p.items, Target: p.target,
 			Scorers: p.suite.Scorers(), Options: opts}); err != nil {
 			return err
 		}
 		verb = "enqueued"
 	}
 	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s), distributed\n", rec.ID, verb,
-		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, len(p.items), rec.Target.Kind, lineText(rec.Target.Name))
+		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, p.items.Len(), rec.Target.Kind, lineText(rec.Target.Name))
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}

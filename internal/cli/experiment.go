@@ -47,7 +47,7 @@ type variantRun struct {
 	// TargetInfo, CacheKey and RunConfig are the variant's.
 	suite  *suite.Suite
 	record *evalrun.Run
-	items  []*evalrun.Item
+	items  engine.ItemSource
 	target evalrun.Target
 	// opts are the engine options of the run, Progress included.
 	opts   engine.Options
@@ -210,7 +210,7 @@ func (st *State) prepareExperimentResume(cmd *cobra.Command, store evalrun.Store
 	// The runs of an experiment share their dataset version and selection:
 	// the items are read once.
 	first := x.variants[0]
-	items, err := selectItems(ctx, store, exp.Dataset, exp.DatasetVersion, first.suite.Selection)
+	items, err := selectSource(ctx, store, exp.Dataset, exp.DatasetVersion, first.suite.Selection)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (st *State) localVariants(store evalrun.Store) variantExecutor {
 		defer cancel(nil)
 		stop := claim.watch(vctx, st.CancelPoll, cancel)
 		defer stop()
-		return engine.Run(vctx, claimingStore{store, claim}, engine.Spec{Run: v.record, Items: v.items, Target: v.target,
+		return engine.Run(vctx, claimingStore{store, claim}, engine.Spec{Run: v.record, Source: v.items, Target: v.target,
 			Scorers: v.suite.Scorers(), Options: v.opts})
 	}
 }
@@ -319,10 +319,10 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 			opts.Cache, opts.CacheKey = c, v.suite.CacheKey()
 		}
 		if opts.DiscardResults && i == 0 {
-			restoreLimit = setMemoryLimit(noRetainMemoryLimit(v.items))
+			restoreLimit = setMemoryLimit(noRetainMemoryLimit())
 		}
 		opts.Concurrency = max(fitConcurrency(st.Stderr, opts.Concurrency*len(x.variants), v.record.Target.Kind)/len(x.variants), 1)
-		n := len(v.items) * max(opts.Repeat, 1)
+		n := v.items.Len() * max(opts.Repeat, 1)
 		total += n
 		configured += opts.Concurrency
 		agg.last[i] = evalrun.Progress{Total: n, Done: v.record.Succeeded + v.record.Failed,
@@ -409,7 +409,7 @@ func (st *State) announceExperiment(p *prepared) {
 	}
 	first := x.variants[0].record
 	fmt.Fprintf(st.Stderr, "experiment %s %s: suite %s, dataset %s v%d, %d %s, variants %s\n", x.id, verb,
-		lineText(p.suite.Name), lineText(first.Dataset), first.DatasetVersion, len(p.items), plural(len(p.items), "item"),
+		lineText(p.suite.Name), lineText(first.Dataset), first.DatasetVersion, p.items.Len(), plural(p.items.Len(), "item"),
 		strings.Join(x.names(), ", "))
 	for _, v := range x.variants {
 		rv := ""

@@ -65,7 +65,7 @@ func (st *State) runExperimentDistributed(cmd *cobra.Command, pg *postgres.Store
 		if err := v.suite.CheckStorable(); err != nil {
 			return fmt.Errorf("variant %s: %w", v.name, err)
 		}
-		specs = append(specs, engine.Spec{Run: v.record, Items: v.items, Target: v.target,
+		specs = append(specs, engine.Spec{Run: v.record, Source: v.items, Target: v.target,
 			Scorers: v.suite.Scorers(), Options: v.suite.Execution.EngineOptions()})
 	}
 	if len(specs) > 0 {
@@ -100,7 +100,7 @@ func (st *State) distributedVariant(pg *postgres.Store, coord *river.Coordinator
 			if err := v.suite.CheckStorable(); err != nil {
 				return nil, err
 			}
-			if _, err := coord.Enqueue(ctx, engine.Spec{Run: v.record, Items: v.items, Target: v.target,
+			if _, err := coord.Enqueue(ctx, engine.Spec{Run: v.record, Source: v.items, Target: v.target,
 				Scorers: v.suite.Scorers(), Options: v.opts}); err != nil {
 				return nil, err
 			}

@@ -3,50 +3,57 @@ package cli
 import (
 	"os"
 	"runtime/debug"
-
-	"github.com/evalrun/evalrun"
 )
 
 // Soft memory limit of --no-retain runs.
 //
 // A run that keeps no results (execution.retain_results: false) has a small
-// live heap: the selected items the engine is given (~150 bytes each plus
-// their input and expected output), the in-flight results and the report's
-// accumulators (~60 bytes per result). But every result passes through
-// several short-lived copies (the response body, the decoded output, its
-// JSON, the scorer's text, the store's argument copy, the report's scan
-// reading it back): ~60 KB of garbage per 10 KB output. With GOGC's default
-// the heap may grow to twice the live heap between collections, and on a
-// busy machine the collector falls behind the allocation: W3 of
-// docs/benchmarks.md (100,000 items × 10 KB outputs) has ~25–30 MB live but
-// its Go memory peaked at 95–99 MB. A soft limit makes the collector run
-// before the garbage piles up, for some CPU (see docs/benchmarks.md).
+// live heap: the items in flight and those whose results wait for the
+// store (the engine streams items from the store, it does not hold the
+// dataset) and the writer's queue (bounded in bytes, see
+// engine.Options.WriterBufferBytes): a few MB whatever the dataset's size.
+// The report built after the run from storage holds its accumulators, a
+// few bytes per result (see reportMemoryLimit).
+// But every result passes through several short-lived copies (the
+// response body, the decoded output, its JSON, the scorer's text, the
+// store's argument copy, the report's scan reading it back): ~60 KB of
+// garbage per 10 KB output. With GOGC's default the heap may grow to twice
+// the live heap between collections, and on a busy machine the collector
+// falls behind the allocation. A soft limit makes the collector run before
+// the garbage piles up, for some CPU (see docs/benchmarks.md, "Scale:
+// memory").
 const (
-	// memLimitFloor is the least limit: the live heap of a run of ~100,000
-	// small items plus ~20 MB of garbage between collections. Measured on
-	// W3 (medians of 3, docs/benchmarks.md): no limit 120 MB of RSS and
+	// memLimitFloor is the least limit: the live heap of a run (items in
+	// flight, the writer's queue) plus ~20 MB of garbage between
+	// collections. Measured on W3 (medians of 3, docs/benchmarks.md,
+	// when the CLI still held the items): no limit 120 MB of RSS and
 	// 33 s of CPU; 48 MiB 99.7 MB, 34 s; 44 MiB 94 MB, 39 s; 40 MiB
-	// 89 MB, 42 s. At 64 MiB the limit never binds (GOGC's heap goal,
-	// twice the live heap, stays below it).
+	// 89 MB, 42 s.
 	memLimitFloor = 44 << 20
-	// itemOverhead is the memory of a held item besides its id, input
-	// and expected output (struct, metadata map, slice header: ~110
-	// bytes measured) plus the report's accumulators for its result
-	// (~60 bytes).
-	itemOverhead = 170
+	// reportLimitFloor is the least limit while the report of a
+	// --no-retain run is built from storage: the store's scan and the
+	// report's fixed parts (~10 MB) plus room for garbage. Measured on M1
+	// of docs/benchmarks.md (1,000,000 results, one scorer): the limit of
+	// the run (44 MiB + 16 MB) let the report pass peak at 91 MB of RSS;
+	// a 20 MiB floor (a 35 MiB limit) 82.1 MB, 16 MiB (31 MiB) 78.4 MB,
+	// for the same CPU (medians of 3).
+	reportLimitFloor = 16 << 20
 )
 
-// noRetainMemoryLimit returns the soft memory limit of a --no-retain run
-// over items: memLimitFloor, or twice the estimated memory of the items
-// when that is more, so that a big dataset's live heap stays well under
-// the limit (above it, the collector would run continuously, up to its CPU
-// cap of about half the process's CPU).
-func noRetainMemoryLimit(items []*evalrun.Item) int64 {
-	var held int64
-	for _, it := range items {
-		held += itemOverhead + int64(len(it.ID)+len(it.Input)+len(it.Expected))
-	}
-	return max(memLimitFloor, 2*held)
+// noRetainMemoryLimit is the soft memory limit of a --no-retain run while
+// it executes: the live heap does not grow with the dataset.
+func noRetainMemoryLimit() int64 { return memLimitFloor }
+
+// reportMemoryLimit is the soft memory limit while the report of a
+// --no-retain run of executions results and scorers scorers is built from
+// storage: reportLimitFloor plus what its accumulators keep per result, a
+// latency and an overall score per scorer (8 bytes each) for the
+// percentiles, so that a huge run's live heap stays under the limit (above
+// it, the collector would run continuously, up to its CPU cap of about half
+// the process's CPU). Tags add a score per cohort, repeats 4 bytes per
+// item and scorer: the limit is soft, they cost only some collection.
+func reportMemoryLimit(executions, scorers int) int64 {
+	return reportLimitFloor + 8*int64(1+scorers)*int64(executions)
 }
 
 // setMemoryLimit sets the runtime's soft memory limit to limit unless the

@@ -1,46 +1,23 @@
 package cli
 
 import (
-	"fmt"
 	"runtime/debug"
-	"strings"
 	"testing"
-
-	"github.com/evalrun/evalrun"
 )
 
-// TestNoRetainMemoryLimit checks the limit's floor and that it grows with
-// the items held, so that a big dataset's live heap stays under it.
-func TestNoRetainMemoryLimit(t *testing.T) {
-	if got := noRetainMemoryLimit(nil); got != memLimitFloor {
-		t.Errorf("no items: %d, want the floor %d", got, memLimitFloor)
+// TestReportMemoryLimit checks the report's limit: its floor, and 8 bytes
+// per result for its latency and per scorer for its score.
+func TestReportMemoryLimit(t *testing.T) {
+	if got := reportMemoryLimit(0, 3); got != reportLimitFloor {
+		t.Errorf("no executions: %d, want the floor %d", got, reportLimitFloor)
 	}
-	small := make([]*evalrun.Item, 1000)
-	for i := range small {
-		small[i] = &evalrun.Item{ID: "q", Input: evalrun.String("question")}
+	// M1 of docs/benchmarks.md: 1,000,000 results, one scorer: ~31 MiB,
+	// the limit measured there.
+	if got, want := reportMemoryLimit(1_000_000, 1), int64(reportLimitFloor+16_000_000); got != want || got > 36<<20 {
+		t.Errorf("1,000,000 executions, 1 scorer: %d, want %d (at most 36 MiB)", got, want)
 	}
-	if got := noRetainMemoryLimit(small); got != memLimitFloor {
-		t.Errorf("1,000 small items: %d, want the floor %d", got, memLimitFloor)
-	}
-	// W3 of docs/benchmarks.md: 100,000 items like these get the floor,
-	// the limit it was measured with.
-	w3 := make([]*evalrun.Item, 100_000)
-	for i := range w3 {
-		in := evalrun.String(fmt.Sprintf("item %d: say it back", i))
-		w3[i] = &evalrun.Item{ID: fmt.Sprintf("i%06d", i), Input: in, Expected: in}
-	}
-	if got := noRetainMemoryLimit(w3); got != memLimitFloor {
-		t.Errorf("W3's 100,000 items: %d, want the floor %d", got, memLimitFloor)
-	}
-	// 200,000 items of ~1 KB: ~230 MB held, the limit twice that.
-	input := evalrun.String(strings.Repeat("x", 1000))
-	big := make([]*evalrun.Item, 200_000)
-	for i := range big {
-		big[i] = &evalrun.Item{ID: "q", Input: input}
-	}
-	held := int64(len(big)) * (itemOverhead + 1 + int64(len(input)))
-	if got := noRetainMemoryLimit(big); got != 2*held || got <= memLimitFloor {
-		t.Errorf("200,000 1 KB items: %d, want %d (above the floor)", got, 2*held)
+	if reportMemoryLimit(1000, 2) <= reportMemoryLimit(1000, 1) {
+		t.Error("a second scorer does not raise the limit")
 	}
 }
 

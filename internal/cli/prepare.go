@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,9 +20,11 @@ import (
 
 // prepared is everything a run needs, validated before anything executes.
 type prepared struct {
-	suite      *suite.Suite
-	record     *evalrun.Run
-	items      []*evalrun.Item
+	suite  *suite.Suite
+	record *evalrun.Run
+	// items stream the selected items from the store's pinned version:
+	// nothing holds the dataset.
+	items      engine.ItemSource
 	target     evalrun.Target
 	conditions []report.Condition
 	resume     bool
@@ -132,10 +133,10 @@ func (st *State) prepareRun(cmd *cobra.Command, store evalrun.Store, path string
 		}
 		version = d.LatestVersion
 	}
-	if p.items, err = selectItems(ctx, store, name, version, s.Selection); err != nil {
+	if p.items, err = selectSource(ctx, store, name, version, s.Selection); err != nil {
 		return nil, err
 	}
-	if err := engine.CheckExecutions(len(p.items), s.Execution.Repeat); err != nil {
+	if err := engine.CheckExecutions(p.items.Len(), s.Execution.Repeat); err != nil {
 		return nil, fmt.Errorf("%w: %w", evalrun.ErrInvalid, err)
 	}
 
@@ -190,28 +191,36 @@ func (st *State) importDataset(cmd *cobra.Command, store evalrun.Store, s *suite
 	return v.Version, nil
 }
 
-// selectItems reads the version's items and keeps the selection's.
-func selectItems(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
-	var items []*evalrun.Item
-	total := 0
-	err := store.ScanItems(ctx, name, version, func(it *evalrun.Item) error {
-		total++
-		if len(sel.Tags) > 0 && !slices.ContainsFunc(it.Tags(), func(t string) bool { return slices.Contains(sel.Tags, t) }) {
-			return nil
-		}
-		if sel.Limit == 0 || len(items) < sel.Limit {
-			items = append(items, it)
-		}
-		return nil
-	})
+// selectSource counts the selection's items of the version (a streamed
+// pass over its pages) and returns a source that streams them to the
+// engine: the run holds only the items in flight.
+func selectSource(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) (*engine.DatasetSource, error) {
+	src, err := engine.NewDatasetSource(ctx, store, name, version, engine.Selection{Tags: sel.Tags, Limit: sel.Limit})
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("dataset %s version %d", name, version), "evalrun dataset versions "+name+" lists its versions")
 	}
-	if len(items) == 0 {
+	if src.Len() == 0 {
 		if len(sel.Tags) > 0 {
-			return nil, invalidf("no item of dataset %s v%d (%d items) has a tag among %s", name, version, total, strings.Join(sel.Tags, ", "))
+			return nil, invalidf("no item of dataset %s v%d (%d items) has a tag among %s", name, version, src.Scanned(), strings.Join(sel.Tags, ", "))
 		}
 		return nil, invalidf("dataset %s v%d has no items", name, version)
+	}
+	return src, nil
+}
+
+// selectItems is selectSource's items held in memory, for what needs them
+// all at once (a dry run's estimates, a worker's run).
+func selectItems(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
+	src, err := selectSource(ctx, store, name, version, sel)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]*evalrun.Item, 0, src.Len())
+	for it, err := range src.Items(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
 	}
 	return items, nil
 }

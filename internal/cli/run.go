@@ -206,7 +206,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		of = fmt.Sprintf(", variant %s of experiment %s", rec.Variant, rec.Experiment)
 	}
 	fmt.Fprintf(st.Stderr, "run %s %s: suite %s, dataset %s v%d, %d items, target %s (%s)%s\n", rec.ID, verb,
-		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, len(p.items), rec.Target.Kind, lineText(rec.Target.Name), of)
+		lineText(p.suite.Name), lineText(rec.Dataset), rec.DatasetVersion, p.items.Len(), rec.Target.Kind, lineText(rec.Target.Name), of)
 	if p.datasetNote != "" {
 		fmt.Fprintln(st.Stderr, p.datasetNote)
 	}
@@ -220,16 +220,15 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		opts.Cache, opts.CacheKey = c, p.suite.CacheKey()
 	}
 	if opts.DiscardResults {
-		// The limit fitted to the items, now that they are known.
 		restoreLimit()
-		restoreLimit = setMemoryLimit(noRetainMemoryLimit(p.items))
+		restoreLimit = setMemoryLimit(noRetainMemoryLimit())
 	}
 	opts.Concurrency = fitConcurrency(st.Stderr, opts.Concurrency, rec.Target.Kind)
-	prog := st.newProgress(len(p.items)*max(opts.Repeat, 1), f.quiet)
+	prog := st.newProgress(p.items.Len()*max(opts.Repeat, 1), f.quiet)
 	prog.configured = opts.Concurrency
 	opts.Progress = prog.update
 	opts.OnStoreFailure = func(err error) { st.storeFailedNow(prog, err) }
-	sum, err := engine.Run(runCtx, claimingStore{store, claim}, engine.Spec{Run: rec, Items: p.items, Target: p.target,
+	sum, err := engine.Run(runCtx, claimingStore{store, claim}, engine.Spec{Run: rec, Source: p.items, Target: p.target,
 		Scorers: p.suite.Scorers(), Options: opts})
 	stopWatch()
 	prog.finish()
@@ -237,6 +236,12 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return err
 	}
 
+	if opts.DiscardResults {
+		// The report is built from storage: its accumulators grow with
+		// the results, its garbage (the scan) must not.
+		restoreLimit()
+		restoreLimit = setMemoryLimit(reportMemoryLimit(sum.Succeeded+sum.Failed, len(rec.Scorers)))
+	}
 	// The context may be cancelled: reports are read and written regardless.
 	bg := context.WithoutCancel(ctx)
 	var rep *report.Report

@@ -52,7 +52,7 @@ type config struct {
 	extra                                []string
 	reps, items                          int
 	timeout                              time.Duration
-	keep, baseline                       bool
+	keep, baseline, preimport            bool
 }
 
 func run() error {
@@ -68,7 +68,8 @@ func run() error {
 	flag.BoolVar(&c.baseline, "baseline", false, "also run each workload's requests with a bare Go client (the floor on this machine), once per rep")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary folder (datasets, suites, databases, logs)")
 	flag.StringVar(&c.profile, "profile", "", "build bench/cmd/evalrunprof (evalrun with profiles) and write DIR/<workload>.cpu.pprof and .heap.pprof (the last rep's)")
-	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions) or http (its /echo)")
+	flag.StringVar(&c.target, "target", "openai", "target kind: openai (the mock's /v1 chat completions), http (its /echo) or echo (no server)")
+	flag.BoolVar(&c.preimport, "preimport", false, "import the dataset with evalrun dataset import (a separate, unmeasured process) before each run, instead of the suite's dataset.file")
 	flag.StringVar(&extra, "args", "", "extra arguments for evalrun run, space-separated")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: workload [flags] [W1 W2 W3 W4 W4F]\n")
@@ -79,8 +80,8 @@ func run() error {
 	if clientURL != "" {
 		return clientMode(clientURL, flag.Args())
 	}
-	if c.target != "openai" && c.target != "http" {
-		return fmt.Errorf("-target %q: openai or http", c.target)
+	if c.target != "openai" && c.target != "http" && c.target != "echo" {
+		return fmt.Errorf("-target %q: openai, http or echo", c.target)
 	}
 	if c.reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", c.reps)
@@ -200,7 +201,11 @@ func runWorkload(c config, w Workload) (Result, error) {
 	go hs.Serve(ln)
 	defer hs.Close()
 	suite := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(Suite(w, c.target, "http://"+ln.Addr().String(), data)), 0o644); err != nil {
+	suiteData := data
+	if c.preimport {
+		suiteData = ""
+	}
+	if err := os.WriteFile(suite, []byte(Suite(w, c.target, "http://"+ln.Addr().String(), suiteData)), 0o644); err != nil {
 		return Result{}, err
 	}
 
@@ -225,6 +230,12 @@ func runWorkload(c config, w Workload) (Result, error) {
 // runOnce runs evalrun once on a fresh database and measures it.
 func runOnce(c config, w Workload, srv *mock.Server, dir, suite string, rep int) (Result, error) {
 	db := filepath.Join(dir, fmt.Sprintf("evalrun-%d.db", rep))
+	if c.preimport {
+		imp := exec.Command(c.bin, "dataset", "import", DatasetName(w), filepath.Join(dir, "data.jsonl"), "--db", "sqlite:"+db)
+		if out, err := imp.CombinedOutput(); err != nil {
+			return Result{}, fmt.Errorf("evalrun dataset import: %w: %s", err, out)
+		}
+	}
 	args := []string{"run", suite, "--db", "sqlite:" + db}
 	if !w.Retain {
 		args = append(args, "--no-retain")

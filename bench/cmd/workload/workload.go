@@ -29,6 +29,9 @@ type Workload struct {
 	RetryDelay time.Duration
 	// Fixed turns the engine's adaptive concurrency off (adaptive: false).
 	Fixed bool
+	// InputSize pads every item's input (and expected output) to this
+	// many bytes; 0 leaves the short question.
+	InputSize int
 	// Goal describes what must hold, for the reader of the output.
 	Goal string
 }
@@ -56,6 +59,10 @@ var Workloads = []Workload{
 		Mock:   mock.Config{Latency: 50 * time.Millisecond, P429: 0.05, P500: 0.05, RetryAfter: time.Second, Seed: 4},
 		Scorer: "exact_match", Retain: true, MaxRetries: 5, RetryDelay: 100 * time.Millisecond, Fixed: true,
 		Goal: "W4 with adaptive: false (for comparison; not in the default set)"},
+	// M1 is issue 15's million-item memory goal; run it with -target echo
+	// (the echo target needs no server). Not in the default set.
+	{Name: "M1", Items: 1_000_000, Concurrency: 50, InputSize: 200, Scorer: "exact_match", Retain: false,
+		Goal: "rss <= 80 MB (issue 15), also with -o report.json"},
 }
 
 // Default names the workloads run when none is named.
@@ -87,6 +94,9 @@ func WriteDataset(path string, w Workload) error {
 	enc := json.NewEncoder(bw)
 	for i := range w.Items {
 		in := input(i)
+		if len(in) < w.InputSize {
+			in += strings.Repeat(".", w.InputSize-len(in))
+		}
 		if err := enc.Encode(map[string]any{"id": fmt.Sprintf("i%06d", i), "input": in, "expected_output": in}); err != nil {
 			f.Close()
 			return err
@@ -99,16 +109,28 @@ func WriteDataset(path string, w Workload) error {
 	return f.Close()
 }
 
+// DatasetName is the name of the workload's dataset.
+func DatasetName(w Workload) string { return "bench-" + strings.ToLower(w.Name) }
+
 // Suite returns the suite file of the workload for a mock at base
 // ("http://127.0.0.1:PORT") and a dataset file next to the suite. kind is
 // the target: openai (the mock's chat completions) or http (its /echo).
+//
+// With datasetFile "" the suite names the dataset without a file: it must
+// be imported beforehand (workload -preimport).
 func Suite(w Workload, kind, base, datasetFile string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: bench-%s\n", strings.ToLower(w.Name))
-	fmt.Fprintf(&b, "dataset:\n  name: bench-%s\n  file: %s\n", strings.ToLower(w.Name), filepath.Base(datasetFile))
-	if kind == "http" {
+	fmt.Fprintf(&b, "dataset:\n  name: %s\n", DatasetName(w))
+	if datasetFile != "" {
+		fmt.Fprintf(&b, "  file: %s\n", filepath.Base(datasetFile))
+	}
+	switch kind {
+	case "echo":
+		b.WriteString("target:\n  kind: echo\n")
+	case "http":
 		fmt.Fprintf(&b, "target:\n  kind: http\n  url: %s/echo\n  output: output\n", base)
-	} else {
+	default:
 		fmt.Fprintf(&b, "target:\n  kind: openai\n  base_url: %s/v1\n  api_key_env: BENCH_MOCK_API_KEY\n  model: mock\n  prompt: \"{{ .Input }}\"\n", base)
 	}
 	fmt.Fprintf(&b, "scorers:\n  - %s\n", w.Scorer)
