@@ -3,7 +3,6 @@ package dataset
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -101,25 +100,11 @@ func ReadFile(path string) ([]*evalrun.Item, error) {
 // besides the items: an item longer than [MaxItemBytes], nested deeper
 // than [MaxDepth] or with invalid UTF-8 is refused with its line.
 func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var base int64
-	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
-		n, _ := br.Discard(3)
-		base = int64(n)
-	}
 	var recs []record
-	var err error
-	switch format {
-	case JSONL:
-		recs, err = parseJSONL(br, name, base)
-	case JSON:
-		recs, err = parseJSONArray(newWindow(br, name, base), name)
-	case CSV:
-		recs, err = parseCSV(newWindow(br, name, base), name)
-	default:
-		return nil, errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
-	}
-	if err != nil {
+	if err := scan(r, name, format, func(rec record) error {
+		recs = append(recs, rec)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	if len(recs) == 0 {
@@ -128,14 +113,27 @@ func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
 	return assignIDs(recs, name)
 }
 
-// Import reads the dataset file at path (see [ReadFile]) and stores it as
-// the next version of the named dataset. A rejected file writes nothing.
-func Import(ctx context.Context, store evalrun.DatasetStore, name, path string) (evalrun.DatasetVersion, bool, error) {
-	items, err := ReadFile(path)
-	if err != nil {
-		return evalrun.DatasetVersion{}, false, err
+// scan parses r and calls emit with each record in file order, holding
+// one item's bytes at a time; it stops at the first problem or at emit's
+// first error, returning it. Ids are as given: [assignIDs] or an
+// [idPlan] derives the missing ones.
+func scan(r io.Reader, name string, format Format, emit func(record) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var base int64
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
+		n, _ := br.Discard(3)
+		base = int64(n)
 	}
-	return store.ImportDataset(ctx, name, items)
+	switch format {
+	case JSONL:
+		return parseJSONL(br, name, base, emit)
+	case JSON:
+		return parseJSONArray(newWindow(br, name, base), name, emit)
+	case CSV:
+		return parseCSV(newWindow(br, name, base), name, emit)
+	default:
+		return errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
+	}
 }
 
 // record is an item as read, with its line and whether its id was given.
@@ -251,33 +249,34 @@ func unknownKey(key string) string {
 	return fmt.Sprintf(`unknown key %q (extra fields belong in "metadata")`, key)
 }
 
-func parseJSONL(r *bufio.Reader, file string, off int64) ([]record, error) {
-	var recs []record
+func parseJSONL(r *bufio.Reader, file string, off int64, emit func(record) error) error {
 	lines := NewLines(r, file, off)
 	for {
 		t, line, err := lines.Next()
 		if errors.Is(err, io.EOF) {
-			return recs, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(t) == 0 {
 			continue
 		}
 		if !json.Valid(t) {
 			var v any
-			return nil, errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
+			return errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
 		}
 		rec, perr := parseObject(t, file, line)
 		if perr != nil {
-			return nil, perr
+			return perr
 		}
-		recs = append(recs, rec)
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
 }
 
-func parseJSONArray(w *window, file string) ([]record, error) {
+func parseJSONArray(w *window, file string, emit func(record) error) error {
 	dec := json.NewDecoder(w)
 	fail := func(err error) error {
 		switch {
@@ -298,49 +297,50 @@ func parseJSONArray(w *window, file string) ([]record, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, w.advance(w.start + int64(len(w.buf)))
+			return w.advance(w.start + int64(len(w.buf)))
 		}
-		return nil, fail(err)
+		return fail(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		hint := ""
 		if d, ok := tok.(json.Delim); ok && d == '{' {
 			hint = " (for one object per line, name the file .jsonl)"
 		}
-		return nil, errorf(file, w.itemLine(), "want a JSON array of items%s", hint)
+		return errorf(file, w.itemLine(), "want a JSON array of items%s", hint)
 	}
 	if err := w.advance(dec.InputOffset()); err != nil {
-		return nil, err
+		return err
 	}
-	var recs []record
 	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fail(err)
+			return fail(err)
 		}
 		line := w.itemLine()
 		if err := w.advance(dec.InputOffset()); err != nil {
-			return nil, err
+			return err
 		}
 		rec, err := parseObject(raw, file, line)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fail(err)
+		return fail(err)
 	}
 	if err := w.advance(dec.InputOffset()); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if errors.Is(err, errTooLong) {
-			return nil, tooLong(file, w.itemLine(), "the content after the array")
+			return tooLong(file, w.itemLine(), "the content after the array")
 		}
-		return nil, errorf(file, w.itemLine(), "malformed JSON: unexpected content after the array")
+		return errorf(file, w.itemLine(), "malformed JSON: unexpected content after the array")
 	}
-	return recs, w.advance(w.start + int64(len(w.buf)))
+	return w.advance(w.start + int64(len(w.buf)))
 }
 
 // DeriveID returns the id of an item that has none: the first 12 hex

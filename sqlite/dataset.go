@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -12,45 +13,86 @@ import (
 	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
-// ImportDataset implements [evalrun.DatasetStore]. It plans the version
-// with [dataset.PlanVersion] against the latest version's rows and writes
-// the plan in one transaction.
+// ImportDataset implements [evalrun.DatasetStore]: [Store.ImportItems]
+// over the slice.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
+	return s.ImportItems(ctx, name, dataset.Items(items))
+}
+
+// ImportItems implements [evalrun.DatasetStore]. In one transaction it
+// stages the items in a temporary table (SQLite spills it to a temporary
+// file: memory stays flat), compares them with the latest version in SQL,
+// plans the version with [dataset.PlanPositions] (8 bytes per unchanged
+// item) and writes the plan: only changed, added and moved items get rows.
+func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	if err := dataset.CheckName(name); err != nil {
 		return zero, false, fmt.Errorf("import dataset: %w", err)
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
+	fail := func(err error) (evalrun.DatasetVersion, bool, error) {
 		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
 	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
 	defer tx.Rollback()
+	// A temporary table outlives a transaction on its connection: drop
+	// what a failed import left (a rollback also undoes its creation).
+	if _, err := tx.ExecContext(ctx, dropStaging+stagingSchema); err != nil {
+		return fail(err)
+	}
 
 	latest := 0
 	err = tx.QueryRowContext(ctx, `SELECT latest_version FROM datasets WHERE name = ?`, name).Scan(&latest)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	current, err := currentRows(ctx, tx, name)
+	n, err := stageItems(ctx, tx, items)
+	var itemsErr *itemsError
+	if errors.As(err, &itemsErr) {
+		return zero, false, itemsErr.err
+	}
 	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	plan, err := dataset.PlanVersion(latest > 0, current, items)
-	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+	if err := checkUniqueIDs(ctx, tx); err != nil {
+		return fail(err)
 	}
-	if plan.Unchanged {
-		v, err := getVersion(ctx, tx, name, latest)
-		if err != nil {
-			return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+	var cur int
+	if _, err := tx.ExecContext(ctx, `INSERT INTO temp.import_current (rank, ref, item_id, hash, ord)
+		SELECT row_number() OVER (ORDER BY ord), id, item_id, hash, ord FROM dataset_items
+		WHERE dataset = ? AND valid_to IS NULL`, name); err != nil {
+		return fail(err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM temp.import_current`).Scan(&cur); err != nil {
+		return fail(err)
+	}
+	if latest > 0 && n == cur {
+		var same int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM temp.import_items s JOIN temp.import_current c
+			ON c.rank = s.pos AND c.item_id = s.item_id AND c.hash = s.hash`).Scan(&same); err != nil {
+			return fail(err)
 		}
-		return *v, false, nil
+		if same == n {
+			v, err := getVersion(ctx, tx, name, latest)
+			if err != nil {
+				return fail(err)
+			}
+			return *v, false, nil
+		}
 	}
+	matches, matched, changed, err := matchItems(ctx, tx, min(n, cur))
+	if err != nil {
+		return fail(err)
+	}
+	plan := dataset.PlanPositions(n, cur, matches)
+	matches = nil
 
 	now := time.Now().UTC()
 	v := evalrun.DatasetVersion{
-		Dataset: name, Version: latest + 1, CreatedAt: now.Truncate(time.Microsecond), ItemCount: len(items),
-		Added: plan.Added, Changed: plan.Changed, Removed: plan.Removed,
+		Dataset: name, Version: latest + 1, CreatedAt: now.Truncate(time.Microsecond), ItemCount: n,
+		Added: n - matched, Changed: changed, Removed: cur - matched,
 	}
 	if latest == 0 {
 		_, err = tx.ExecContext(ctx, `INSERT INTO datasets (name, latest_version, item_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
@@ -60,74 +102,185 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 			v.Version, v.ItemCount, now.UnixMicro(), name)
 	}
 	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dataset_versions (dataset, version, created_at, item_count, added, changed, removed)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, name, v.Version, now.UnixMicro(), v.ItemCount, v.Added, v.Changed, v.Removed); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	if err := writeRows(ctx, tx, name, v.Version, plan); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+	if err := writePlan(ctx, tx, name, v.Version, plan); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, dropStaging); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: commit: %w", name, err)
+		return fail(fmt.Errorf("commit: %w", err))
 	}
 	return v, true, nil
 }
 
-func currentRows(ctx context.Context, tx *sql.Tx, name string) ([]dataset.Row, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, item_id, ord, hash FROM dataset_items
-		WHERE dataset = ? AND valid_to IS NULL ORDER BY ord`, name)
+// The staging tables of an import: the new items by 1-based position, and
+// the latest version's rows by 1-based rank in its order.
+const (
+	stagingSchema = `
+CREATE TEMP TABLE import_items (
+	pos                 INTEGER PRIMARY KEY,
+	item_id             TEXT NOT NULL,
+	hash                BLOB NOT NULL,
+	input               BLOB NOT NULL,
+	expected            BLOB,
+	metadata            BLOB,
+	tool_mocks          BLOB,
+	expected_trajectory BLOB
+);
+CREATE TEMP TABLE import_current (
+	rank    INTEGER PRIMARY KEY,
+	ref     INTEGER NOT NULL,
+	item_id TEXT NOT NULL UNIQUE,
+	hash    BLOB NOT NULL,
+	ord     BLOB NOT NULL
+);`
+	dropStaging = `DROP TABLE IF EXISTS temp.import_items; DROP TABLE IF EXISTS temp.import_current;`
+)
+
+// itemsError carries an error of the items' sequence, returned as is.
+type itemsError struct{ err error }
+
+func (e *itemsError) Error() string { return e.err.Error() }
+
+// stageItems writes the items into import_items and returns their number.
+func stageItems(ctx context.Context, tx *sql.Tx, items iter.Seq2[*evalrun.Item, error]) (int, error) {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO temp.import_items
+		(pos, item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var out []dataset.Row
-	for rows.Next() {
-		var r dataset.Row
-		if err := rows.Scan(&r.Ref, &r.ID, &r.Key, &r.Hash); err != nil {
-			return nil, err
+	defer stmt.Close()
+	n := 0
+	for it, err := range items {
+		if err != nil {
+			return 0, &itemsError{err}
 		}
-		out = append(out, r)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n++
+		st, err := dataset.Stage(n, it)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := stmt.ExecContext(ctx, n, it.ID, st.Hash, []byte(it.Input), blob(it.Expected),
+			blob(st.Metadata), blob(st.ToolMocks), blob(st.ExpectedTrajectory)); err != nil {
+			return 0, fmt.Errorf("stage item %q: %w", it.ID, err)
+		}
 	}
-	return out, rows.Err()
+	return n, nil
 }
 
-func writeRows(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.VersionPlan) error {
+// checkUniqueIDs indexes the staged ids (one sort) and refuses the first
+// item whose id an earlier item has, naming both positions.
+func checkUniqueIDs(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX temp.import_items_id ON import_items (item_id)`); err != nil {
+		return err
+	}
+	var id string
+	var first, second int
+	err := tx.QueryRowContext(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM temp.import_items b
+		JOIN temp.import_items a ON a.item_id = b.item_id AND a.pos < b.pos
+		WHERE b.item_id IN (SELECT item_id FROM temp.import_items GROUP BY item_id HAVING count(*) > 1)
+		GROUP BY b.pos ORDER BY b.pos LIMIT 1`).Scan(&id, &first, &second)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return dataset.DuplicateError(id, first, second)
+}
+
+// matchItems returns the staged items equal to a current row (in
+// position order), how many have a current row, and how many of those
+// changed.
+func matchItems(ctx context.Context, tx *sql.Tx, capacity int) ([]dataset.Match, int, int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT s.pos, c.rank, c.hash = s.hash FROM temp.import_items s
+		JOIN temp.import_current c ON c.item_id = s.item_id ORDER BY s.pos`)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer rows.Close()
+	matches := make([]dataset.Match, 0, capacity)
+	matched, changed := 0, 0
+	for rows.Next() {
+		var m dataset.Match
+		var same bool
+		if err := rows.Scan(&m.Pos, &m.Rank, &same); err != nil {
+			return nil, 0, 0, err
+		}
+		matched++
+		if same {
+			matches = append(matches, m)
+		} else {
+			changed++
+		}
+	}
+	return matches, matched, changed, rows.Err()
+}
+
+// writePlan closes the rows the plan drops and copies the staged items it
+// inserts, with their order keys.
+func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.PositionPlan) error {
 	if len(plan.Close) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE dataset_items SET valid_to = ? WHERE id = ?`)
+		stmt, err := tx.PrepareContext(ctx, `UPDATE dataset_items SET valid_to = ?
+			WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		for _, r := range plan.Close {
-			if _, err := stmt.ExecContext(ctx, version, r.Ref); err != nil {
-				return fmt.Errorf("close item %q: %w", r.ID, err)
+		for _, rank := range plan.Close {
+			if _, err := stmt.ExecContext(ctx, version, rank); err != nil {
+				return fmt.Errorf("close item row: %w", err)
 			}
 		}
 	}
 	if len(plan.Insert) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items
-		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	keyOf, err := tx.PrepareContext(ctx, `SELECT ord FROM temp.import_current WHERE rank = ?`)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	for _, r := range plan.Insert {
-		meta, err := dataset.MarshalMetadata(r.Item.Metadata)
-		if err != nil {
-			return fmt.Errorf("item %q: %w", r.Item.ID, err)
+	defer keyOf.Close()
+	key := func(rank int32) ([]byte, error) {
+		if rank == 0 {
+			return nil, nil
 		}
-		mocks, expected, err := dataset.MarshalAgent(r.Item)
+		var k []byte
+		return k, keyOf.QueryRowContext(ctx, rank).Scan(&k)
+	}
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items
+		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
+		SELECT ?, item_id, ?, ?, hash, input, expected, metadata, tool_mocks, expected_trajectory
+		FROM temp.import_items WHERE pos = ?`)
+	if err != nil {
+		return err
+	}
+	defer insert.Close()
+	for _, sp := range plan.Insert {
+		lo, err := key(sp.Lo)
 		if err != nil {
-			return fmt.Errorf("item %q: %w", r.Item.ID, err)
+			return err
 		}
-		if _, err := stmt.ExecContext(ctx, name, r.Item.ID, version, r.Key, r.Hash,
-			[]byte(r.Item.Input), blob(r.Item.Expected), blob(meta), blob(mocks), blob(expected)); err != nil {
-			return fmt.Errorf("insert item %q: %w", r.Item.ID, err)
+		hi, err := key(sp.Hi)
+		if err != nil {
+			return err
+		}
+		pos := sp.From
+		for k := range dataset.KeysBetween(lo, hi, int(sp.To-sp.From+1)) {
+			if _, err := insert.ExecContext(ctx, name, version, k, pos); err != nil {
+				return fmt.Errorf("insert item row: %w", err)
+			}
+			pos++
 		}
 	}
 	return nil
