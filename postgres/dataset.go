@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -12,11 +14,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ImportDataset implements [evalrun.DatasetStore]. It plans the version
-// with [dataset.PlanVersion] against the latest version's rows and writes
-// the plan in one transaction (new rows by COPY), holding an advisory lock
-// on the dataset's name so that concurrent imports take turns.
+// ImportDataset implements [evalrun.DatasetStore]: [Store.ImportItems]
+// over the slice.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
+	return s.ImportItems(ctx, name, dataset.Items(items))
+}
+
+// ImportItems implements [evalrun.DatasetStore]. In one transaction,
+// holding an advisory lock on the dataset's name so that concurrent
+// imports take turns, it copies the items into a temporary table (COPY,
+// streamed from the sequence), compares them with the latest version in
+// SQL, plans the version with [dataset.PlanPositions] (8 bytes per
+// unchanged item) and writes the plan set-based: only changed, added and
+// moved items get rows.
+func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	if err := dataset.CheckName(name); err != nil {
 		return zero, false, fmt.Errorf("import dataset: %w", err)
@@ -37,26 +48,64 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fail(err)
 	}
-	current, err := currentRows(ctx, tx, name)
-	if err != nil {
+	if _, err := tx.Exec(ctx, stagingSchema); err != nil {
 		return fail(err)
 	}
-	plan, err := dataset.PlanVersion(latest > 0, current, items)
+	next, stop := iter.Pull2(items)
+	defer stop()
+	src := &stageSource{next: next}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"import_items"},
+		[]string{"pos", "item_id", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"}, src)
+	if src.itemsErr != nil {
+		return zero, false, src.itemsErr
+	}
+	if src.err != nil {
+		return fail(src.err)
+	}
 	if err != nil {
+		return fail(fmt.Errorf("stage items: %w", err))
+	}
+	n := src.n
+	if err := checkUniqueIDs(ctx, tx); err != nil {
 		return fail(err)
 	}
-	if plan.Unchanged {
-		v, err := getVersion(ctx, tx, name, latest)
-		if err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO import_current (rank, ref, item_id, hash, ord)
+		SELECT row_number() OVER (ORDER BY ord), id, item_id, hash, ord FROM dataset_items
+		WHERE dataset = $1 AND valid_to IS NULL`, name); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE import_items, import_current`); err != nil {
+		return fail(err)
+	}
+	var cur int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM import_current`).Scan(&cur); err != nil {
+		return fail(err)
+	}
+	if latest > 0 && n == cur {
+		var same int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM import_items s JOIN import_current c
+			ON c.rank = s.pos AND c.item_id = s.item_id AND c.hash = s.hash`).Scan(&same); err != nil {
 			return fail(err)
 		}
-		return *v, false, nil
+		if same == n {
+			v, err := getVersion(ctx, tx, name, latest)
+			if err != nil {
+				return fail(err)
+			}
+			return *v, false, nil
+		}
 	}
+	matches, matched, changed, err := matchItems(ctx, tx, min(n, cur))
+	if err != nil {
+		return fail(err)
+	}
+	plan := dataset.PlanPositions(n, cur, matches)
+	matches = nil
 
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	v := evalrun.DatasetVersion{
-		Dataset: name, Version: latest + 1, CreatedAt: now, ItemCount: len(items),
-		Added: plan.Added, Changed: plan.Changed, Removed: plan.Removed,
+		Dataset: name, Version: latest + 1, CreatedAt: now, ItemCount: n,
+		Added: n - matched, Changed: changed, Removed: cur - matched,
 	}
 	if latest == 0 {
 		_, err = tx.Exec(ctx, `INSERT INTO datasets (name, latest_version, item_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`,
@@ -72,38 +121,8 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, name, v.Version, now, v.ItemCount, v.Added, v.Changed, v.Removed); err != nil {
 		return fail(err)
 	}
-	if len(plan.Close) > 0 {
-		refs := make([]int64, len(plan.Close))
-		for i, r := range plan.Close {
-			refs[i] = r.Ref
-		}
-		if _, err := tx.Exec(ctx, `UPDATE dataset_items SET valid_to = $1 WHERE id = ANY($2)`, v.Version, refs); err != nil {
-			return fail(err)
-		}
-	}
-	var rowErr error
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"dataset_items"},
-		[]string{"dataset", "item_id", "valid_from", "ord", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"},
-		pgx.CopyFromSlice(len(plan.Insert), func(i int) ([]any, error) {
-			r := plan.Insert[i]
-			meta, err := dataset.MarshalMetadata(r.Item.Metadata)
-			if err != nil {
-				rowErr = fmt.Errorf("item %q: %w", r.Item.ID, err)
-				return nil, rowErr
-			}
-			mocks, expected, err := dataset.MarshalAgent(r.Item)
-			if err != nil {
-				rowErr = fmt.Errorf("item %q: %w", r.Item.ID, err)
-				return nil, rowErr
-			}
-			return []any{name, pgText(r.Item.ID), v.Version, r.Key, r.Hash, []byte(r.Item.Input), blob(r.Item.Expected), blob(meta),
-				blob(mocks), blob(expected)}, nil
-		}))
-	if rowErr != nil {
-		return fail(rowErr)
-	}
-	if err != nil {
-		return fail(fmt.Errorf("copy items: %w", err))
+	if err := writePlan(ctx, tx, name, v.Version, plan); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
@@ -111,23 +130,175 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 	return v, true, nil
 }
 
-func currentRows(ctx context.Context, tx pgx.Tx, name string) ([]dataset.Row, error) {
-	rows, err := tx.Query(ctx, `SELECT id, item_id, ord, hash FROM dataset_items
-		WHERE dataset = $1 AND valid_to IS NULL ORDER BY ord`, name)
+// stagingSchema holds an import's temporary tables, dropped with its
+// transaction: the new items by 1-based position, the latest version's
+// rows by 1-based rank in its order, and the order keys of the items to
+// insert.
+const stagingSchema = `
+CREATE TEMP TABLE import_items (
+	pos                 integer PRIMARY KEY,
+	item_id             text NOT NULL,
+	hash                bytea NOT NULL,
+	input               bytea NOT NULL,
+	expected            bytea,
+	metadata            bytea,
+	tool_mocks          bytea,
+	expected_trajectory bytea
+) ON COMMIT DROP;
+CREATE TEMP TABLE import_current (
+	rank    integer PRIMARY KEY,
+	ref     bigint NOT NULL,
+	item_id text NOT NULL,
+	hash    bytea NOT NULL,
+	ord     bytea NOT NULL
+) ON COMMIT DROP;
+CREATE TEMP TABLE import_keys (
+	pos integer NOT NULL,
+	ord bytea NOT NULL
+) ON COMMIT DROP;`
+
+// stageSource feeds COPY from the items' sequence, checking and encoding
+// each item ([dataset.Stage]).
+type stageSource struct {
+	next     func() (*evalrun.Item, error, bool)
+	n        int
+	row      []any
+	err      error // an invalid item
+	itemsErr error // the sequence's own error, returned as is
+}
+
+func (s *stageSource) Next() bool {
+	it, err, ok := s.next()
+	switch {
+	case !ok:
+		return false
+	case err != nil:
+		s.itemsErr = err
+		return false
+	}
+	s.n++
+	st, err := dataset.Stage(s.n, it)
 	if err != nil {
-		return nil, err
+		s.err = err
+		return false
+	}
+	s.row = []any{s.n, pgText(it.ID), st.Hash, []byte(it.Input), blob(it.Expected), blob(st.Metadata), blob(st.ToolMocks), blob(st.ExpectedTrajectory)}
+	return true
+}
+
+func (s *stageSource) Values() ([]any, error) { return s.row, nil }
+
+func (s *stageSource) Err() error { return cmp.Or(s.itemsErr, s.err) }
+
+// checkUniqueIDs refuses the first staged item whose id an earlier item
+// has, naming both positions.
+func checkUniqueIDs(ctx context.Context, tx pgx.Tx) error {
+	var id string
+	var first, second int
+	err := tx.QueryRow(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM import_items b
+		JOIN import_items a ON a.item_id = b.item_id AND a.pos < b.pos
+		WHERE b.item_id IN (SELECT item_id FROM import_items GROUP BY item_id HAVING count(*) > 1)
+		GROUP BY b.pos, b.item_id ORDER BY b.pos LIMIT 1`).Scan(&id, &first, &second)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return dataset.DuplicateError(fromPGText(id), first, second)
+}
+
+// matchItems returns the staged items equal to a current row (in
+// position order), how many have a current row, and how many of those
+// changed.
+func matchItems(ctx context.Context, tx pgx.Tx, capacity int) ([]dataset.Match, int, int, error) {
+	rows, err := tx.Query(ctx, `SELECT s.pos, c.rank, c.hash = s.hash FROM import_items s
+		JOIN import_current c ON c.item_id = s.item_id ORDER BY s.pos`)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	var out []dataset.Row
+	matches := make([]dataset.Match, 0, capacity)
+	matched, changed := 0, 0
 	for rows.Next() {
-		var r dataset.Row
-		if err := rows.Scan(&r.Ref, &r.ID, &r.Key, &r.Hash); err != nil {
-			return nil, err
+		var m dataset.Match
+		var same bool
+		if err := rows.Scan(&m.Pos, &m.Rank, &same); err != nil {
+			return nil, 0, 0, err
 		}
-		r.ID = fromPGText(r.ID)
-		out = append(out, r)
+		matched++
+		if same {
+			matches = append(matches, m)
+		} else {
+			changed++
+		}
 	}
-	return out, rows.Err()
+	return matches, matched, changed, rows.Err()
+}
+
+// writePlan closes the rows the plan drops and copies the staged items it
+// inserts with their order keys (computed here, sent by COPY).
+func writePlan(ctx context.Context, tx pgx.Tx, name string, version int, plan *dataset.PositionPlan) error {
+	if len(plan.Close) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE dataset_items d SET valid_to = $1 FROM import_current c
+			WHERE c.rank = ANY($2) AND d.id = c.ref`, version, plan.Close); err != nil {
+			return fmt.Errorf("close item rows: %w", err)
+		}
+	}
+	if len(plan.Insert) == 0 {
+		return nil
+	}
+	var bounds []int32
+	for _, sp := range plan.Insert {
+		bounds = append(bounds, sp.Lo, sp.Hi)
+	}
+	keys := map[int32][]byte{}
+	rows, err := tx.Query(ctx, `SELECT rank, ord FROM import_current WHERE rank = ANY($1)`, bounds)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var rank int32
+		var key []byte
+		if err := rows.Scan(&rank, &key); err != nil {
+			rows.Close()
+			return err
+		}
+		keys[rank] = key
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	next, stop := iter.Pull2(func(yield func(int32, []byte) bool) {
+		for _, sp := range plan.Insert {
+			pos := sp.From
+			for k := range dataset.KeysBetween(keys[sp.Lo], keys[sp.Hi], int(sp.To-sp.From+1)) {
+				if !yield(pos, k) {
+					return
+				}
+				pos++
+			}
+		}
+	})
+	defer stop()
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_keys"}, []string{"pos", "ord"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			pos, key, ok := next()
+			if !ok {
+				return nil, nil
+			}
+			return []any{pos, key}, nil
+		})); err != nil {
+		return fmt.Errorf("copy order keys: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO dataset_items
+		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
+		SELECT $1, s.item_id, $2, k.ord, s.hash, s.input, s.expected, s.metadata, s.tool_mocks, s.expected_trajectory
+		FROM import_keys k JOIN import_items s ON s.pos = k.pos ORDER BY k.pos`, name, version); err != nil {
+		return fmt.Errorf("insert item rows: %w", err)
+	}
+	return nil
 }
 
 // querier is what a pool, a connection and a transaction share.
