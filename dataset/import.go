@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"iter"
 	"os"
@@ -18,10 +17,12 @@ import (
 // the next version of the named dataset. A rejected file writes nothing.
 //
 // It streams: a first pass checks the whole file (every problem [ReadFile]
-// reports, with its line) keeping 8 bytes per item, and a second pass hands
-// the items one at a time to [evalrun.DatasetStore.ImportItems], so that a
-// file of a million items is imported in a few tens of megabytes. A file
-// that cannot be read twice (a pipe) is read whole, as [ReadFile] does.
+// reports, with its line) and plans the derived ids, and a second pass
+// hands the items one at a time to [evalrun.DatasetStore.ImportItems],
+// which finds duplicate ids (the file is read once more to name their
+// lines). Memory does not grow with the file, except 8 bytes per item
+// without an id. A file that cannot be read twice (a pipe) is read whole,
+// as [ReadFile] does.
 func Import(ctx context.Context, store evalrun.DatasetStore, name, path string) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	format, err := FormatOf(path)
@@ -70,7 +71,36 @@ func Import(ctx context.Context, store evalrun.DatasetStore, name, path string) 
 			yield(nil, errorf(path, 0, "changed while being imported (%d items, then %d): import it again", ids.count, n))
 		}
 	}
-	return store.ImportItems(ctx, name, items)
+	v, created, err := store.ImportItems(ctx, name, items)
+	if dup := (*DuplicateIDError)(nil); errors.As(err, &dup) {
+		return zero, false, duplicateLines(f, path, format, dup)
+	}
+	return v, created, err
+}
+
+// duplicateLines names the lines of the items a store found sharing an id.
+func duplicateLines(f *os.File, path string, format Format, dup *DuplicateIDError) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read dataset %s again: %w", path, err)
+	}
+	var first, n int
+	found := errors.New("found")
+	var line int
+	err := scan(f, path, format, func(rec record) error {
+		n++
+		switch n {
+		case dup.First:
+			first = rec.line
+		case dup.Second:
+			line = rec.line
+			return found
+		}
+		return nil
+	})
+	if !errors.Is(err, found) {
+		return errorf(path, 0, "%v", dup) // the file changed since
+	}
+	return errorf(path, line, "duplicate id %q (first on line %d)", dup.ID, first)
 }
 
 // idPlan is what deriving ids in one pass needs to know of the whole file:
@@ -87,19 +117,16 @@ type idPlan struct {
 	next map[string]int
 }
 
-// surveyIDs reads the file through, checking everything [Read] checks,
-// and plans the derived ids. It keeps 8 bytes per item: a hash of each
-// given id (duplicates are found by sorting them; a shared hash is
-// confirmed by reading the file again, so the report is exact) and the
-// base of each derived id.
+// surveyIDs reads the file through, checking everything [Read] checks
+// but unique ids (the store checks those), and plans the derived ids. It
+// keeps the given ids shaped like derived ones and 8 bytes per item
+// without an id: the base of its derived id.
 func surveyIDs(f *os.File, path string, format Format) (*idPlan, error) {
-	seed := maphash.MakeSeed()
-	var given, bases []uint64
+	var bases []uint64
 	p := &idPlan{given: map[string]bool{}, next: map[string]int{}}
 	err := scan(f, path, format, func(rec record) error {
 		p.count++
 		if rec.givenID {
-			given = append(given, maphash.String(seed, rec.item.ID))
 			if derivedShape(rec.item.ID) {
 				p.given[rec.item.ID] = true
 			}
@@ -118,11 +145,6 @@ func surveyIDs(f *os.File, path string, format Format) (*idPlan, error) {
 	if p.count == 0 {
 		return nil, errorf(path, 0, "no items")
 	}
-	if shared := repeated(given); len(shared) > 0 {
-		if err := findDuplicate(f, path, format, seed, shared); err != nil {
-			return nil, err
-		}
-	}
 	for _, b := range repeated(bases) {
 		p.next[fmt.Sprintf("%012x", b)] = 0
 	}
@@ -139,29 +161,6 @@ func repeated(hashes []uint64) []uint64 {
 		}
 	}
 	return out
-}
-
-// findDuplicate reads the file again and reports the first given id that
-// repeats an earlier one, with both lines, among the ids whose hashes are
-// shared; nil when the hashes only collided.
-func findDuplicate(f *os.File, path string, format Format, seed maphash.Seed, shared []uint64) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("read dataset %s again: %w", path, err)
-	}
-	first := map[string]int{}
-	return scan(f, path, format, func(rec record) error {
-		if !rec.givenID {
-			return nil
-		}
-		if _, ok := slices.BinarySearch(shared, maphash.String(seed, rec.item.ID)); !ok {
-			return nil
-		}
-		if line, dup := first[rec.item.ID]; dup {
-			return errorf(path, rec.line, "duplicate id %q (first on line %d)", rec.item.ID, line)
-		}
-		first[rec.item.ID] = rec.line
-		return nil
-	})
 }
 
 // derivedShape reports whether id looks like a derived id: 12 lowercase

@@ -31,7 +31,7 @@ type StagedItem struct {
 // Stage checks the item at 1-based position pos of an import and encodes
 // it: it must be non-nil, with a non-empty ID and Input, and metadata that
 // marshals; otherwise the error wraps [evalrun.ErrInvalid]. Unique ids are
-// the store's to check, across the items (see [DuplicateError]).
+// the store's to check, across the items (see [DuplicateIDError]).
 func Stage(pos int, it *evalrun.Item) (StagedItem, error) {
 	switch {
 	case it == nil:
@@ -52,12 +52,21 @@ func Stage(pos int, it *evalrun.Item) (StagedItem, error) {
 	return StagedItem{Hash: hashParts(it, meta, mocks, expected), Metadata: meta, ToolMocks: mocks, ExpectedTrajectory: expected}, nil
 }
 
-// DuplicateError is the error of an import whose items at 1-based
-// positions First and Second have the same ID. It wraps
-// [evalrun.ErrInvalid].
-func DuplicateError(id string, first, second int) error {
-	return fmt.Errorf("items %d and %d have the same id %q: %w", first, second, id, evalrun.ErrInvalid)
+// DuplicateIDError is the error of an import whose items at 1-based
+// positions First and Second (the first item repeating an earlier id)
+// have the same ID. It wraps [evalrun.ErrInvalid].
+type DuplicateIDError struct {
+	ID            string
+	First, Second int
 }
+
+// Error says which items share which id.
+func (e *DuplicateIDError) Error() string {
+	return fmt.Sprintf("items %d and %d have the same id %q: %v", e.First, e.Second, e.ID, evalrun.ErrInvalid)
+}
+
+// Unwrap returns [evalrun.ErrInvalid].
+func (e *DuplicateIDError) Unwrap() error { return evalrun.ErrInvalid }
 
 // hashParts is [Hash] of an item whose metadata and agent keys are
 // already marshalled.
@@ -92,6 +101,21 @@ func hashParts(it *evalrun.Item, meta, mocks, expected []byte) []byte {
 // version, Rank the row's 1-based position in the latest one.
 type Match struct{ Pos, Rank int32 }
 
+// Bitset is a set of small non-negative integers (positions, ranks), one
+// bit each. The zero value is empty; Set grows it.
+type Bitset []uint64
+
+// Set adds i.
+func (b *Bitset) Set(i int) {
+	for len(*b) <= i/64 {
+		*b = append(*b, 0)
+	}
+	(*b)[i/64] |= 1 << (i % 64)
+}
+
+// Has reports whether i is in the set.
+func (b Bitset) Has(i int) bool { return i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+
 // Span is a run of consecutive new items to insert, at 1-based positions
 // From to To (inclusive), between the kept rows of ranks Lo and Hi (0: no
 // row, the start or the end of the version). Their order keys are
@@ -108,48 +132,81 @@ type PositionPlan struct {
 }
 
 // PlanPositions plans a version of n items over a latest version of cur
-// rows, given the new items that equal a current row, in ascending Pos.
-// Rows of a longest run of matches keeping their relative order are kept
-// (as [PlanVersion] keeps them); every other current row is closed and
-// every other new item inserted. It holds 4 bytes per match besides the
-// matches and a byte per row.
-func PlanPositions(n, cur int, matches []Match) *PositionPlan {
-	kept := keptMatches(matches)
-	keptRank := make([]bool, cur+1)
-	for i, m := range matches {
-		if kept[i] {
-			keptRank[m.Rank] = true
+// rows. The new items equal to a current row are those at the positions in
+// inPlace (equal to the row of the same rank: Pos == Rank) and matches (in
+// ascending Pos, none in inPlace). Rows of a longest run of equal items
+// keeping their relative order are kept (as [PlanVersion] keeps them);
+// every other current row is closed and every other new item inserted.
+// When the equal items keep their order (no item moved) it holds only a
+// bit per row and per item; else 12 bytes per equal item.
+func PlanPositions(n, cur int, inPlace Bitset, matches []Match) *PositionPlan {
+	// equal yields the equal items in position order.
+	equal := func(yield func(Match) bool) {
+		j := 0
+		for pos := 1; pos <= n; pos++ {
+			m := Match{Pos: int32(pos), Rank: int32(pos)}
+			switch {
+			case inPlace.Has(pos):
+			case j < len(matches) && int(matches[j].Pos) == pos:
+				m = matches[j]
+				j++
+			default:
+				continue
+			}
+			if !yield(m) {
+				return
+			}
+		}
+	}
+	inOrder, last := true, int32(0)
+	for m := range equal {
+		if m.Rank <= last {
+			inOrder = false
+			break
+		}
+		last = m.Rank
+	}
+	var keptPos, keptRank Bitset
+	keep := func(m Match) {
+		keptPos.Set(int(m.Pos))
+		keptRank.Set(int(m.Rank))
+	}
+	if inOrder {
+		for m := range equal {
+			keep(m)
+		}
+	} else {
+		var all []Match
+		for m := range equal {
+			all = append(all, m)
+		}
+		for i, k := range keptMatches(all) {
+			if k {
+				keep(all[i])
+			}
 		}
 	}
 	p := &PositionPlan{}
 	for r := 1; r <= cur; r++ {
-		if !keptRank[r] {
+		if !keptRank.Has(r) {
 			p.Close = append(p.Close, int32(r))
 		}
 	}
-	// Walk the new positions; j is the next match, lo the rank of the last
-	// kept row passed.
-	j, lo := 0, int32(0)
-	var open *Span
-	for pos := int32(1); pos <= int32(n); pos++ {
-		for j < len(matches) && matches[j].Pos < pos {
-			j++
-		}
-		if j < len(matches) && matches[j].Pos == pos && kept[j] {
-			if open != nil {
-				open.Hi = matches[j].Rank
-				open = nil
-			}
-			lo = matches[j].Rank
-			continue
-		}
-		if open == nil {
-			p.Insert = append(p.Insert, Span{From: pos, To: pos, Lo: lo})
-			open = &p.Insert[len(p.Insert)-1]
-		} else {
-			open.To = pos
+	// Walk the equal items; lo is the rank of the last kept row passed.
+	lo, next := int32(0), int32(1)
+	span := func(to, hi int32) {
+		if next <= to {
+			p.Insert = append(p.Insert, Span{From: next, To: to, Lo: lo, Hi: hi})
 		}
 	}
+	for m := range equal {
+		if !keptPos.Has(int(m.Pos)) {
+			continue
+		}
+		span(m.Pos-1, m.Rank)
+		lo, next = m.Rank, m.Pos+1
+	}
+	span(int32(n), 0)
 	return p
 }
 

@@ -153,7 +153,7 @@ func hashItems(items []*evalrun.Item) ([][]byte, error) {
 			return nil, fmt.Errorf("item %q has an empty input: %w", it.ID, evalrun.ErrInvalid)
 		}
 		if j, dup := seen[it.ID]; dup {
-			return nil, fmt.Errorf("items %d and %d have the same id %q: %w", j+1, i+1, it.ID, evalrun.ErrInvalid)
+			return nil, &DuplicateIDError{ID: it.ID, First: j + 1, Second: i + 1}
 		}
 		seen[it.ID] = i
 		h, err := Hash(it)

@@ -99,7 +99,7 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	if err != nil {
 		return fail(err)
 	}
-	plan := dataset.PlanPositions(n, cur, matches)
+	plan := dataset.PlanPositions(n, cur, nil, matches)
 	matches = nil
 
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -193,19 +193,19 @@ func (s *stageSource) Err() error { return cmp.Or(s.itemsErr, s.err) }
 // checkUniqueIDs refuses the first staged item whose id an earlier item
 // has, naming both positions.
 func checkUniqueIDs(ctx context.Context, tx pgx.Tx) error {
-	var id string
-	var first, second int
+	d := &dataset.DuplicateIDError{}
 	err := tx.QueryRow(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM import_items b
 		JOIN import_items a ON a.item_id = b.item_id AND a.pos < b.pos
 		WHERE b.item_id IN (SELECT item_id FROM import_items GROUP BY item_id HAVING count(*) > 1)
-		GROUP BY b.pos, b.item_id ORDER BY b.pos LIMIT 1`).Scan(&id, &first, &second)
+		GROUP BY b.pos, b.item_id ORDER BY b.pos LIMIT 1`).Scan(&d.ID, &d.First, &d.Second)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return dataset.DuplicateError(fromPGText(id), first, second)
+	d.ID = fromPGText(d.ID)
+	return d
 }
 
 // matchItems returns the staged items equal to a current row (in

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,10 +21,13 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 }
 
 // ImportItems implements [evalrun.DatasetStore]. In one transaction it
-// stages the items in a temporary table (SQLite spills it to a temporary
-// file: memory stays flat), compares them with the latest version in SQL,
-// plans the version with [dataset.PlanPositions] (8 bytes per unchanged
-// item) and writes the plan: only changed, added and moved items get rows.
+// walks the latest version's rows in order alongside the items: an item
+// equal to the row of its position (the usual case of a re-import) costs
+// a bit; any other is staged in a temporary table (SQLite spills it to a
+// temporary file: memory stays flat). Unless every item was in place, it
+// then compares the staged items with the latest version in SQL, plans
+// the version with [dataset.PlanPositions] and writes the plan: only
+// changed, added and moved items get rows.
 func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	if err := dataset.CheckName(name); err != nil {
@@ -48,7 +52,7 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fail(err)
 	}
-	n, err := stageItems(ctx, tx, items)
+	st, err := stageItems(ctx, tx, name, items)
 	var itemsErr *itemsError
 	if errors.As(err, &itemsErr) {
 		return zero, false, itemsErr.err
@@ -56,37 +60,30 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkUniqueIDs(ctx, tx); err != nil {
-		return fail(err)
+	n, cur := st.n, st.cur
+	if latest > 0 && n == cur && st.inPlaceCount == n {
+		v, err := getVersion(ctx, tx, name, latest)
+		if err != nil {
+			return fail(err)
+		}
+		return *v, false, nil
 	}
-	var cur int
-	if _, err := tx.ExecContext(ctx, `INSERT INTO temp.import_current (rank, ref, item_id, hash, ord)
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX temp.import_items_id ON import_items (item_id);
+		INSERT INTO temp.import_current (rank, ref, item_id, hash, ord)
 		SELECT row_number() OVER (ORDER BY ord), id, item_id, hash, ord FROM dataset_items
 		WHERE dataset = ? AND valid_to IS NULL`, name); err != nil {
 		return fail(err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM temp.import_current`).Scan(&cur); err != nil {
-		return fail(err)
-	}
-	if latest > 0 && n == cur {
-		var same int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM temp.import_items s JOIN temp.import_current c
-			ON c.rank = s.pos AND c.item_id = s.item_id AND c.hash = s.hash`).Scan(&same); err != nil {
-			return fail(err)
-		}
-		if same == n {
-			v, err := getVersion(ctx, tx, name, latest)
-			if err != nil {
-				return fail(err)
-			}
-			return *v, false, nil
-		}
-	}
-	matches, matched, changed, err := matchItems(ctx, tx, min(n, cur))
+	dup, err := firstDuplicate(ctx, tx)
 	if err != nil {
 		return fail(err)
 	}
-	plan := dataset.PlanPositions(n, cur, matches)
+	matches, matched, changed, err := matchItems(ctx, tx, st.inPlace, dup)
+	if err != nil {
+		return fail(err)
+	}
+	matched += st.inPlaceCount
+	plan := dataset.PlanPositions(n, cur, st.inPlace, matches)
 	matches = nil
 
 	now := time.Now().UTC()
@@ -108,7 +105,7 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, name, v.Version, now.UnixMicro(), v.ItemCount, v.Added, v.Changed, v.Removed); err != nil {
 		return fail(err)
 	}
-	if err := writePlan(ctx, tx, name, v.Version, plan); err != nil {
+	if err := writePlan(ctx, tx, name, v.Version, plan, st.inPlace); err != nil {
 		return fail(err)
 	}
 	if _, err := tx.ExecContext(ctx, dropStaging); err != nil {
@@ -120,8 +117,8 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	return v, true, nil
 }
 
-// The staging tables of an import: the new items by 1-based position, and
-// the latest version's rows by 1-based rank in its order.
+// The staging tables of an import: the new items not in place by 1-based
+// position, and the latest version's rows by 1-based rank in its order.
 const (
 	stagingSchema = `
 CREATE TEMP TABLE import_items (
@@ -149,73 +146,119 @@ type itemsError struct{ err error }
 
 func (e *itemsError) Error() string { return e.err.Error() }
 
-// stageItems writes the items into import_items and returns their number.
-func stageItems(ctx context.Context, tx *sql.Tx, items iter.Seq2[*evalrun.Item, error]) (int, error) {
+// staged is what stageItems learnt.
+type staged struct {
+	n, cur       int            // items, rows of the latest version
+	inPlace      dataset.Bitset // positions of the items equal to the row of that rank
+	inPlaceCount int
+}
+
+// stageItems reads the items and the latest version's rows in order side
+// by side: an item equal to the row of its rank is only marked in place;
+// any other is written into import_items.
+func stageItems(ctx context.Context, tx *sql.Tx, name string, items iter.Seq2[*evalrun.Item, error]) (*staged, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, hash FROM dataset_items
+		WHERE dataset = ? AND valid_to IS NULL ORDER BY ord`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	st := &staged{}
+	curRow := func() (string, []byte, bool, error) {
+		if !rows.Next() {
+			return "", nil, false, rows.Err()
+		}
+		var id string
+		var hash []byte
+		st.cur++
+		return id, hash, true, rows.Scan(&id, &hash)
+	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO temp.import_items
 		(pos, item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer stmt.Close()
-	n := 0
 	for it, err := range items {
 		if err != nil {
-			return 0, &itemsError{err}
+			return nil, &itemsError{err}
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return nil, err
 		}
-		n++
-		st, err := dataset.Stage(n, it)
+		st.n++
+		enc, err := dataset.Stage(st.n, it)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		if _, err := stmt.ExecContext(ctx, n, it.ID, st.Hash, []byte(it.Input), blob(it.Expected),
-			blob(st.Metadata), blob(st.ToolMocks), blob(st.ExpectedTrajectory)); err != nil {
-			return 0, fmt.Errorf("stage item %q: %w", it.ID, err)
+		id, hash, ok, err := curRow()
+		if err != nil {
+			return nil, err
+		}
+		if ok && id == it.ID && bytes.Equal(hash, enc.Hash) {
+			st.inPlace.Set(st.n)
+			st.inPlaceCount++
+			continue
+		}
+		if _, err := stmt.ExecContext(ctx, st.n, it.ID, enc.Hash, []byte(it.Input), blob(it.Expected),
+			blob(enc.Metadata), blob(enc.ToolMocks), blob(enc.ExpectedTrajectory)); err != nil {
+			return nil, fmt.Errorf("stage item %q: %w", it.ID, err)
 		}
 	}
-	return n, nil
+	for {
+		_, _, ok, err := curRow()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return st, nil
+		}
+	}
 }
 
-// checkUniqueIDs indexes the staged ids (one sort) and refuses the first
-// item whose id an earlier item has, naming both positions.
-func checkUniqueIDs(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `CREATE INDEX temp.import_items_id ON import_items (item_id)`); err != nil {
-		return err
-	}
-	var id string
-	var first, second int
+// firstDuplicate returns the first staged item whose id an earlier staged
+// item has, or nil.
+func firstDuplicate(ctx context.Context, tx *sql.Tx) (*dataset.DuplicateIDError, error) {
+	d := &dataset.DuplicateIDError{}
 	err := tx.QueryRowContext(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM temp.import_items b
 		JOIN temp.import_items a ON a.item_id = b.item_id AND a.pos < b.pos
 		WHERE b.item_id IN (SELECT item_id FROM temp.import_items GROUP BY item_id HAVING count(*) > 1)
-		GROUP BY b.pos ORDER BY b.pos LIMIT 1`).Scan(&id, &first, &second)
+		GROUP BY b.pos ORDER BY b.pos LIMIT 1`).Scan(&d.ID, &d.First, &d.Second)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return dataset.DuplicateError(id, first, second)
+	return d, nil
 }
 
 // matchItems returns the staged items equal to a current row (in
 // position order), how many have a current row, and how many of those
-// changed.
-func matchItems(ctx context.Context, tx *sql.Tx, capacity int) ([]dataset.Match, int, int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT s.pos, c.rank, c.hash = s.hash FROM temp.import_items s
+// changed. A staged item with the id of an item in place is a duplicate:
+// it returns the first duplicate, this or dup.
+func matchItems(ctx context.Context, tx *sql.Tx, inPlace dataset.Bitset, dup *dataset.DuplicateIDError) ([]dataset.Match, int, int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT s.pos, c.rank, c.hash = s.hash, s.item_id FROM temp.import_items s
 		JOIN temp.import_current c ON c.item_id = s.item_id ORDER BY s.pos`)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	matches := make([]dataset.Match, 0, capacity)
+	var matches []dataset.Match
 	matched, changed := 0, 0
 	for rows.Next() {
 		var m dataset.Match
 		var same bool
-		if err := rows.Scan(&m.Pos, &m.Rank, &same); err != nil {
+		var id string
+		if err := rows.Scan(&m.Pos, &m.Rank, &same, &id); err != nil {
 			return nil, 0, 0, err
+		}
+		if inPlace.Has(int(m.Rank)) {
+			first, second := int(min(m.Pos, m.Rank)), int(max(m.Pos, m.Rank))
+			if dup == nil || second < dup.Second {
+				dup = &dataset.DuplicateIDError{ID: id, First: first, Second: second}
+			}
+			continue
 		}
 		matched++
 		if same {
@@ -224,12 +267,19 @@ func matchItems(ctx context.Context, tx *sql.Tx, capacity int) ([]dataset.Match,
 			changed++
 		}
 	}
-	return matches, matched, changed, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	if dup != nil {
+		return nil, 0, 0, dup
+	}
+	return matches, matched, changed, nil
 }
 
-// writePlan closes the rows the plan drops and copies the staged items it
-// inserts, with their order keys.
-func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.PositionPlan) error {
+// writePlan closes the rows the plan drops and inserts the items it
+// inserts, with their order keys: a staged item from import_items, an
+// item in place (a row the plan moves) from its current row.
+func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.PositionPlan, inPlace dataset.Bitset) error {
 	if len(plan.Close) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE dataset_items SET valid_to = ?
 			WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
@@ -258,14 +308,19 @@ func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		var k []byte
 		return k, keyOf.QueryRowContext(ctx, rank).Scan(&k)
 	}
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items
-		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
-		SELECT ?, item_id, ?, ?, hash, input, expected, metadata, tool_mocks, expected_trajectory
-		FROM temp.import_items WHERE pos = ?`)
+	const columns = `item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory`
+	insertStaged, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
+		SELECT ?, ?, ?, `+columns+` FROM temp.import_items WHERE pos = ?`)
 	if err != nil {
 		return err
 	}
-	defer insert.Close()
+	defer insertStaged.Close()
+	insertInPlace, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
+		SELECT ?, ?, ?, `+columns+` FROM dataset_items WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
+	if err != nil {
+		return err
+	}
+	defer insertInPlace.Close()
 	for _, sp := range plan.Insert {
 		lo, err := key(sp.Lo)
 		if err != nil {
@@ -277,7 +332,11 @@ func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		}
 		pos := sp.From
 		for k := range dataset.KeysBetween(lo, hi, int(sp.To-sp.From+1)) {
-			if _, err := insert.ExecContext(ctx, name, version, k, pos); err != nil {
+			stmt := insertStaged
+			if inPlace.Has(int(pos)) {
+				stmt = insertInPlace // its rank is its position
+			}
+			if _, err := stmt.ExecContext(ctx, name, version, k, pos); err != nil {
 				return fmt.Errorf("insert item row: %w", err)
 			}
 			pos++
