@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -146,76 +147,61 @@ type record struct {
 // The top-level keys of an item.
 var knownKeys = []string{"id", "input", "expected_output", "metadata", "tool_mocks", "expected_trajectory"}
 
-// parseObject turns one JSON object into an item.
+// parseObject turns one JSON object into an item. raw is valid JSON (the
+// readers check it first), so its members are found by a scan of the top
+// level instead of a decoder's tokens: most of the time of a large import
+// is here.
 func parseObject(raw []byte, file string, line int) (record, error) {
 	if err := checkDepth(raw); err != nil {
 		return record{}, errorf(file, line, "%v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return record{}, errorf(file, line, "malformed JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if len(raw) == 0 || raw[0] != '{' {
 		return record{}, errorf(file, line, "want a JSON object, got %s", kindOf(raw))
 	}
 	rec := record{item: &evalrun.Item{}, line: line}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return record{}, errorf(file, line, "malformed JSON: %v", err)
+	var seen uint // a bit per known key
+	err := eachMember(raw, func(key string, val []byte) error {
+		k := slices.Index(knownKeys, key)
+		if k < 0 {
+			return errors.New(unknownKey(key))
 		}
-		key := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return record{}, errorf(file, line, "malformed JSON: %v", err)
+		if seen&(1<<k) != 0 {
+			return fmt.Errorf("duplicate key %q", key)
 		}
-		if seen[key] {
-			return record{}, errorf(file, line, "duplicate key %q", key)
-		}
-		seen[key] = true
+		seen |= 1 << k
 		isNull := string(val) == "null"
+		var err error
 		switch key {
 		case "id":
-			id, err := parseID(val)
-			if err != nil {
-				return record{}, errorf(file, line, "%v", err)
+			if rec.item.ID, err = parseID(val); err != nil {
+				return err
 			}
-			rec.item.ID, rec.givenID = id, true
+			rec.givenID = true
 		case "input":
 			if isNull {
-				return record{}, errorf(file, line, `"input" is null`)
+				return errors.New(`"input" is null`)
 			}
-			rec.item.Input = val
+			rec.item.Input = bytes.Clone(val)
 		case "expected_output":
 			if !isNull {
-				rec.item.Expected = val
+				rec.item.Expected = bytes.Clone(val)
 			}
 		case "metadata":
 			if isNull {
-				continue
+				return nil
 			}
 			if err := json.Unmarshal(val, &rec.item.Metadata); err != nil {
-				return record{}, errorf(file, line, `"metadata" must be a JSON object, got %s`, kindOf(val))
+				return fmt.Errorf(`"metadata" must be a JSON object, got %s`, kindOf(val))
 			}
 		case "tool_mocks":
-			if rec.item.ToolMocks, err = parseToolMocks(val); err != nil {
-				return record{}, errorf(file, line, "%v", err)
-			}
+			rec.item.ToolMocks, err = parseToolMocks(val)
 		case "expected_trajectory":
-			if rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(val); err != nil {
-				return record{}, errorf(file, line, "%v", err)
-			}
-		default:
-			return record{}, errorf(file, line, "%s", unknownKey(key))
+			rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(val)
 		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return record{}, errorf(file, line, "malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return record{}, errorf(file, line, "malformed JSON: more than one value on the line")
+		return err
+	})
+	if err != nil {
+		return record{}, errorf(file, line, "%v", err)
 	}
 	if rec.item.Input == nil {
 		return record{}, errorf(file, line, `missing "input"`)
@@ -223,7 +209,102 @@ func parseObject(raw []byte, file string, line int) (record, error) {
 	return rec, nil
 }
 
+// eachMember calls fn with the key and the raw value of each member of
+// the JSON object obj, which must be valid JSON, in order; it stops at
+// fn's first error.
+func eachMember(obj []byte, fn func(key string, val []byte) error) error {
+	malformed := errors.New("malformed JSON object")
+	i := 1
+	ws := func() {
+		for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\n' || obj[i] == '\r') {
+			i++
+		}
+	}
+	// end returns the index just past the value starting at obj[j].
+	end := func(j int) int {
+		depth, inString := 0, false
+		for ; j < len(obj); j++ {
+			c := obj[j]
+			switch {
+			case inString && c == '\\':
+				j++
+			case inString:
+				if c == '"' {
+					inString = false
+					if depth == 0 {
+						return j + 1
+					}
+				}
+			case c == '"':
+				inString = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth == 0 {
+					return j // the end of a scalar at the object's end
+				}
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+				return j
+			}
+		}
+		return j
+	}
+	ws()
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		if obj[i] != '"' {
+			return malformed
+		}
+		k := end(i)
+		rawKey := obj[i:k]
+		key := string(rawKey[1 : len(rawKey)-1])
+		if bytes.IndexByte(rawKey, '\\') >= 0 {
+			if err := json.Unmarshal(rawKey, &key); err != nil {
+				return malformed
+			}
+		}
+		i = k
+		ws()
+		if i >= len(obj) || obj[i] != ':' {
+			return malformed
+		}
+		i++
+		ws()
+		v := end(i)
+		if v <= i || v > len(obj) {
+			return malformed
+		}
+		if err := fn(key, obj[i:v]); err != nil {
+			return err
+		}
+		i = v
+		ws()
+		if i >= len(obj) {
+			return malformed
+		}
+		switch obj[i] {
+		case ',':
+			i++
+			ws()
+		case '}':
+			return nil
+		default:
+			return malformed
+		}
+	}
+	return malformed
+}
+
 func parseID(val json.RawMessage) (string, error) {
+	if len(val) > 2 && val[0] == '"' && bytes.IndexByte(val, '\\') < 0 {
+		return string(val[1 : len(val)-1]), nil // a plain string, the usual id
+	}
 	var s string
 	if err := json.Unmarshal(val, &s); err == nil {
 		if s == "" {
