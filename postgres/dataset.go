@@ -1,7 +1,7 @@
 package postgres
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,11 +22,13 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 
 // ImportItems implements [evalrun.DatasetStore]. In one transaction,
 // holding an advisory lock on the dataset's name so that concurrent
-// imports take turns, it copies the items into a temporary table (COPY,
-// streamed from the sequence), compares them with the latest version in
-// SQL, plans the version with [dataset.PlanPositions] (8 bytes per
-// unchanged item) and writes the plan set-based: only changed, added and
-// moved items get rows.
+// imports take turns, it reads the latest version's rows in order, a page
+// at a time, alongside the items: an item equal to the row of its
+// position (the usual case of a re-import) costs a bit; any other is
+// copied (COPY, a batch at a time) into a temporary table. Unless every
+// item was in place, it then compares the staged items with the latest
+// version in SQL, plans the version with [dataset.PlanPositions] and
+// writes the plan set-based: only changed, added and moved items get rows.
 func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	if err := dataset.CheckName(name); err != nil {
@@ -51,23 +53,21 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	if _, err := tx.Exec(ctx, stagingSchema); err != nil {
 		return fail(err)
 	}
-	next, stop := iter.Pull2(items)
-	defer stop()
-	src := &stageSource{next: next}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"import_items"},
-		[]string{"pos", "item_id", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"}, src)
-	if src.itemsErr != nil {
-		return zero, false, src.itemsErr
-	}
-	if src.err != nil {
-		return fail(src.err)
+	st, err := stageItems(ctx, tx, name, items)
+	var itemsErr *itemsError
+	if errors.As(err, &itemsErr) {
+		return zero, false, itemsErr.err
 	}
 	if err != nil {
-		return fail(fmt.Errorf("stage items: %w", err))
-	}
-	n := src.n
-	if err := checkUniqueIDs(ctx, tx); err != nil {
 		return fail(err)
+	}
+	n, cur := st.n, st.cur
+	if latest > 0 && n == cur && st.inPlaceCount == n {
+		v, err := getVersion(ctx, tx, name, latest)
+		if err != nil {
+			return fail(err)
+		}
+		return *v, false, nil
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO import_current (rank, ref, item_id, hash, ord)
 		SELECT row_number() OVER (ORDER BY ord), id, item_id, hash, ord FROM dataset_items
@@ -77,29 +77,16 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 	if _, err := tx.Exec(ctx, `ANALYZE import_items, import_current`); err != nil {
 		return fail(err)
 	}
-	var cur int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM import_current`).Scan(&cur); err != nil {
-		return fail(err)
-	}
-	if latest > 0 && n == cur {
-		var same int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM import_items s JOIN import_current c
-			ON c.rank = s.pos AND c.item_id = s.item_id AND c.hash = s.hash`).Scan(&same); err != nil {
-			return fail(err)
-		}
-		if same == n {
-			v, err := getVersion(ctx, tx, name, latest)
-			if err != nil {
-				return fail(err)
-			}
-			return *v, false, nil
-		}
-	}
-	matches, matched, changed, err := matchItems(ctx, tx, min(n, cur))
+	dup, err := firstDuplicate(ctx, tx)
 	if err != nil {
 		return fail(err)
 	}
-	plan := dataset.PlanPositions(n, cur, nil, matches)
+	matches, matched, changed, err := matchItems(ctx, tx, st.inPlace, dup)
+	if err != nil {
+		return fail(err)
+	}
+	matched += st.inPlaceCount
+	plan := dataset.PlanPositions(n, cur, st.inPlace, matches)
 	matches = nil
 
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -121,7 +108,7 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, name, v.Version, now, v.ItemCount, v.Added, v.Changed, v.Removed); err != nil {
 		return fail(err)
 	}
-	if err := writePlan(ctx, tx, name, v.Version, plan); err != nil {
+	if err := writePlan(ctx, tx, name, v.Version, plan, st.inPlace); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -131,7 +118,7 @@ func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*e
 }
 
 // stagingSchema holds an import's temporary tables, dropped with its
-// transaction: the new items by 1-based position, the latest version's
+// transaction: the new items not in place by 1-based position, the latest version's
 // rows by 1-based rank in its order, and the order keys of the items to
 // insert.
 const stagingSchema = `
@@ -153,78 +140,156 @@ CREATE TEMP TABLE import_current (
 	ord     bytea NOT NULL
 ) ON COMMIT DROP;
 CREATE TEMP TABLE import_keys (
-	pos integer NOT NULL,
-	ord bytea NOT NULL
+	pos      integer NOT NULL,
+	ord      bytea NOT NULL,
+	in_place boolean NOT NULL
 ) ON COMMIT DROP;`
 
-// stageSource feeds COPY from the items' sequence, checking and encoding
-// each item ([dataset.Stage]).
-type stageSource struct {
-	next     func() (*evalrun.Item, error, bool)
-	n        int
-	row      []any
-	err      error // an invalid item
-	itemsErr error // the sequence's own error, returned as is
+// itemsError carries an error of the items' sequence, returned as is.
+type itemsError struct{ err error }
+
+func (e *itemsError) Error() string { return e.err.Error() }
+
+// staged is what stageItems learnt.
+type staged struct {
+	n, cur       int            // items, rows of the latest version
+	inPlace      dataset.Bitset // positions of the items equal to the row of that rank
+	inPlaceCount int
 }
 
-func (s *stageSource) Next() bool {
-	it, err, ok := s.next()
-	switch {
-	case !ok:
-		return false
-	case err != nil:
-		s.itemsErr = err
-		return false
+// stagePage is how many current rows stageItems reads per query, and how
+// many staged items it copies per COPY.
+const stagePage = 1000
+
+// stageItems reads the items and the latest version's rows in order side
+// by side (keyset pages on the (dataset, ord) index, between which the
+// connection copies): an item equal to the row of its rank is only marked
+// in place; any other is copied into import_items.
+func stageItems(ctx context.Context, tx pgx.Tx, name string, items iter.Seq2[*evalrun.Item, error]) (*staged, error) {
+	st := &staged{}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM dataset_items WHERE dataset = $1 AND valid_to IS NULL`, name).Scan(&st.cur); err != nil {
+		return nil, err
 	}
-	s.n++
-	st, err := dataset.Stage(s.n, it)
-	if err != nil {
-		s.err = err
-		return false
+	type row struct {
+		id   string
+		hash []byte
 	}
-	s.row = []any{s.n, pgText(it.ID), st.Hash, []byte(it.Input), blob(it.Expected), blob(st.Metadata), blob(st.ToolMocks), blob(st.ExpectedTrajectory)}
-	return true
+	var page []row
+	read, after := 0, []byte{} // rows read; the last one's order key
+	curRow := func() (row, bool, error) {
+		if len(page) == 0 && read < st.cur {
+			rows, err := tx.Query(ctx, `SELECT item_id, hash, ord FROM dataset_items
+				WHERE dataset = $1 AND valid_to IS NULL AND ord > $2 ORDER BY ord LIMIT $3`, name, after, stagePage)
+			if err != nil {
+				return row{}, false, err
+			}
+			for rows.Next() {
+				var r row
+				if err := rows.Scan(&r.id, &r.hash, &after); err != nil {
+					rows.Close()
+					return row{}, false, err
+				}
+				page = append(page, r)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return row{}, false, err
+			}
+			read += len(page)
+		}
+		if len(page) == 0 {
+			return row{}, false, nil
+		}
+		r := page[0]
+		page = page[1:]
+		return r, true, nil
+	}
+	var batch [][]any
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_items"},
+			[]string{"pos", "item_id", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"}, pgx.CopyFromRows(batch))
+		batch = batch[:0]
+		if err != nil {
+			return fmt.Errorf("stage items: %w", err)
+		}
+		return nil
+	}
+	for it, err := range items {
+		if err != nil {
+			return nil, &itemsError{err}
+		}
+		st.n++
+		enc, err := dataset.Stage(st.n, it)
+		if err != nil {
+			return nil, err
+		}
+		id := pgText(it.ID)
+		r, ok, err := curRow()
+		if err != nil {
+			return nil, err
+		}
+		if ok && r.id == id && bytes.Equal(r.hash, enc.Hash) {
+			st.inPlace.Set(st.n)
+			st.inPlaceCount++
+			continue
+		}
+		batch = append(batch, []any{st.n, id, enc.Hash, []byte(it.Input), blob(it.Expected), blob(enc.Metadata), blob(enc.ToolMocks), blob(enc.ExpectedTrajectory)})
+		if len(batch) == stagePage {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return st, flush()
 }
 
-func (s *stageSource) Values() ([]any, error) { return s.row, nil }
-
-func (s *stageSource) Err() error { return cmp.Or(s.itemsErr, s.err) }
-
-// checkUniqueIDs refuses the first staged item whose id an earlier item
-// has, naming both positions.
-func checkUniqueIDs(ctx context.Context, tx pgx.Tx) error {
+// firstDuplicate returns the first staged item whose id an earlier staged
+// item has, or nil.
+func firstDuplicate(ctx context.Context, tx pgx.Tx) (*dataset.DuplicateIDError, error) {
 	d := &dataset.DuplicateIDError{}
 	err := tx.QueryRow(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM import_items b
 		JOIN import_items a ON a.item_id = b.item_id AND a.pos < b.pos
 		WHERE b.item_id IN (SELECT item_id FROM import_items GROUP BY item_id HAVING count(*) > 1)
 		GROUP BY b.pos, b.item_id ORDER BY b.pos LIMIT 1`).Scan(&d.ID, &d.First, &d.Second)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.ID = fromPGText(d.ID)
-	return d
+	return d, nil
 }
 
 // matchItems returns the staged items equal to a current row (in
 // position order), how many have a current row, and how many of those
-// changed.
-func matchItems(ctx context.Context, tx pgx.Tx, capacity int) ([]dataset.Match, int, int, error) {
-	rows, err := tx.Query(ctx, `SELECT s.pos, c.rank, c.hash = s.hash FROM import_items s
+// changed. A staged item with the id of an item in place is a duplicate:
+// it returns the first duplicate, this or dup.
+func matchItems(ctx context.Context, tx pgx.Tx, inPlace dataset.Bitset, dup *dataset.DuplicateIDError) ([]dataset.Match, int, int, error) {
+	rows, err := tx.Query(ctx, `SELECT s.pos, c.rank, c.hash = s.hash, s.item_id FROM import_items s
 		JOIN import_current c ON c.item_id = s.item_id ORDER BY s.pos`)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	matches := make([]dataset.Match, 0, capacity)
+	var matches []dataset.Match
 	matched, changed := 0, 0
 	for rows.Next() {
 		var m dataset.Match
 		var same bool
-		if err := rows.Scan(&m.Pos, &m.Rank, &same); err != nil {
+		var id string
+		if err := rows.Scan(&m.Pos, &m.Rank, &same, &id); err != nil {
 			return nil, 0, 0, err
+		}
+		if inPlace.Has(int(m.Rank)) {
+			first, second := int(min(m.Pos, m.Rank)), int(max(m.Pos, m.Rank))
+			if dup == nil || second < dup.Second {
+				dup = &dataset.DuplicateIDError{ID: fromPGText(id), First: first, Second: second}
+			}
+			continue
 		}
 		matched++
 		if same {
@@ -233,12 +298,18 @@ func matchItems(ctx context.Context, tx pgx.Tx, capacity int) ([]dataset.Match, 
 			changed++
 		}
 	}
-	return matches, matched, changed, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	if dup != nil {
+		return nil, 0, 0, dup
+	}
+	return matches, matched, changed, nil
 }
 
 // writePlan closes the rows the plan drops and copies the staged items it
 // inserts with their order keys (computed here, sent by COPY).
-func writePlan(ctx context.Context, tx pgx.Tx, name string, version int, plan *dataset.PositionPlan) error {
+func writePlan(ctx context.Context, tx pgx.Tx, name string, version int, plan *dataset.PositionPlan, inPlace dataset.Bitset) error {
 	if len(plan.Close) > 0 {
 		if _, err := tx.Exec(ctx, `UPDATE dataset_items d SET valid_to = $1 FROM import_current c
 			WHERE c.rank = ANY($2) AND d.id = c.ref`, version, plan.Close); err != nil {
@@ -282,20 +353,26 @@ func writePlan(ctx context.Context, tx pgx.Tx, name string, version int, plan *d
 		}
 	})
 	defer stop()
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_keys"}, []string{"pos", "ord"},
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_keys"}, []string{"pos", "ord", "in_place"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			pos, key, ok := next()
 			if !ok {
 				return nil, nil
 			}
-			return []any{pos, key}, nil
+			return []any{pos, key, inPlace.Has(int(pos))}, nil
 		})); err != nil {
 		return fmt.Errorf("copy order keys: %w", err)
 	}
+	// A staged item comes from import_items; an item in place that the
+	// plan moves, from its current row (its rank is its position).
 	if _, err := tx.Exec(ctx, `INSERT INTO dataset_items
 		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
-		SELECT $1, s.item_id, $2, k.ord, s.hash, s.input, s.expected, s.metadata, s.tool_mocks, s.expected_trajectory
-		FROM import_keys k JOIN import_items s ON s.pos = k.pos ORDER BY k.pos`, name, version); err != nil {
+		SELECT $1::text, s.item_id, $2::integer, k.ord, s.hash, s.input, s.expected, s.metadata, s.tool_mocks, s.expected_trajectory
+		FROM import_keys k JOIN import_items s ON s.pos = k.pos WHERE NOT k.in_place
+		UNION ALL
+		SELECT $1::text, d.item_id, $2::integer, k.ord, d.hash, d.input, d.expected, d.metadata, d.tool_mocks, d.expected_trajectory
+		FROM import_keys k JOIN import_current c ON c.rank = k.pos JOIN dataset_items d ON d.id = c.ref WHERE k.in_place`,
+		name, version); err != nil {
 		return fmt.Errorf("insert item rows: %w", err)
 	}
 	return nil
