@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,9 +158,13 @@ type staged struct {
 	inPlaceCount int
 }
 
-// stagePage is how many current rows stageItems reads per query, and how
-// many staged items it copies per COPY.
-const stagePage = 1000
+// stageItems reads stagePage current rows per query, and copies up to
+// stagePage staged items or stageBytes of them per COPY: each is a round
+// trip, each batch is held.
+const (
+	stagePage  = 10_000
+	stageBytes = 8 << 20
+)
 
 // stageItems reads the items and the latest version's rows in order side
 // by side (keyset pages on the (dataset, ord) index, between which the
@@ -204,14 +209,32 @@ func stageItems(ctx context.Context, tx pgx.Tx, name string, items iter.Seq2[*ev
 		page = page[1:]
 		return r, true, nil
 	}
+	columns := []string{"pos", "item_id", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"}
+	if st.cur == 0 {
+		// Nothing to compare with (a new dataset): one COPY of every item.
+		next, stop := iter.Pull2(items)
+		defer stop()
+		src := &stageSource{next: next}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_items"}, columns, src)
+		switch {
+		case src.itemsErr != nil:
+			return nil, &itemsError{src.itemsErr}
+		case src.err != nil:
+			return nil, src.err
+		case err != nil:
+			return nil, fmt.Errorf("stage items: %w", err)
+		}
+		st.n = src.n
+		return st, nil
+	}
 	var batch [][]any
+	batchBytes := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_items"},
-			[]string{"pos", "item_id", "hash", "input", "expected", "metadata", "tool_mocks", "expected_trajectory"}, pgx.CopyFromRows(batch))
-		batch = batch[:0]
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_items"}, columns, pgx.CopyFromRows(batch))
+		batch, batchBytes = batch[:0], 0
 		if err != nil {
 			return fmt.Errorf("stage items: %w", err)
 		}
@@ -236,8 +259,9 @@ func stageItems(ctx context.Context, tx pgx.Tx, name string, items iter.Seq2[*ev
 			st.inPlaceCount++
 			continue
 		}
-		batch = append(batch, []any{st.n, id, enc.Hash, []byte(it.Input), blob(it.Expected), blob(enc.Metadata), blob(enc.ToolMocks), blob(enc.ExpectedTrajectory)})
-		if len(batch) == stagePage {
+		batch = append(batch, stageRow(st.n, it, enc))
+		batchBytes += len(it.Input) + len(it.Expected) + len(enc.Metadata) + len(enc.ToolMocks) + len(enc.ExpectedTrajectory)
+		if len(batch) == stagePage || batchBytes >= stageBytes {
 			if err := flush(); err != nil {
 				return nil, err
 			}
@@ -245,6 +269,44 @@ func stageItems(ctx context.Context, tx pgx.Tx, name string, items iter.Seq2[*ev
 	}
 	return st, flush()
 }
+
+// stageRow is the import_items row of an item.
+func stageRow(pos int, it *evalrun.Item, enc dataset.StagedItem) []any {
+	return []any{pos, pgText(it.ID), enc.Hash, []byte(it.Input), blob(it.Expected), blob(enc.Metadata), blob(enc.ToolMocks), blob(enc.ExpectedTrajectory)}
+}
+
+// stageSource feeds one COPY from the items' sequence, checking and
+// encoding each item ([dataset.Stage]).
+type stageSource struct {
+	next     func() (*evalrun.Item, error, bool)
+	n        int
+	row      []any
+	err      error // an invalid item
+	itemsErr error // the sequence's own error, returned as is
+}
+
+func (s *stageSource) Next() bool {
+	it, err, ok := s.next()
+	switch {
+	case !ok:
+		return false
+	case err != nil:
+		s.itemsErr = err
+		return false
+	}
+	s.n++
+	enc, err := dataset.Stage(s.n, it)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	s.row = stageRow(s.n, it, enc)
+	return true
+}
+
+func (s *stageSource) Values() ([]any, error) { return s.row, nil }
+
+func (s *stageSource) Err() error { return cmp.Or(s.itemsErr, s.err) }
 
 // firstDuplicate returns the first staged item whose id an earlier staged
 // item has, or nil.
