@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"iter"
 	"time"
 )
 
@@ -26,6 +27,12 @@ type DatasetStore interface {
 	// unique, non-empty ids and non-empty inputs (ErrInvalid otherwise).
 	// The import is atomic: on error nothing is written.
 	ImportDataset(ctx context.Context, name string, items []*Item) (v DatasetVersion, created bool, err error)
+	// ImportItems is ImportDataset reading the items from a sequence, once,
+	// in order, without holding them: the SQL stores stage them inside the
+	// import's transaction, so memory does not grow with their number. An
+	// error from items ends the import, writing nothing, and is returned
+	// as is.
+	ImportItems(ctx context.Context, name string, items iter.Seq2[*Item, error]) (v DatasetVersion, created bool, err error)
 	// GetDataset returns the named dataset, or ErrNotFound.
 	GetDataset(ctx context.Context, name string) (*Dataset, error)
 	// ListDatasets returns every dataset, by name.

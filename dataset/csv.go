@@ -23,7 +23,7 @@ const TagSeparator = "|"
 // metadata.tags. Every other column goes to metadata as a string (empty
 // cells omitted), except a column named like a misspelt known column
 // ("expected"), which is rejected.
-func parseCSV(w *window, file string) ([]record, error) {
+func parseCSV(w *window, file string, emit func(record) error) error {
 	r := csv.NewReader(w)
 	r.FieldsPerRecord = 0
 	csvErr := func(err error) error {
@@ -41,50 +41,49 @@ func parseCSV(w *window, file string) ([]record, error) {
 	}
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, w.advance(w.start + int64(len(w.buf)))
+		return w.advance(w.start + int64(len(w.buf)))
 	}
 	if err != nil {
-		return nil, csvErr(err)
+		return csvErr(err)
 	}
 	if err := w.advance(r.InputOffset()); err != nil {
-		return nil, err
+		return err
 	}
 	col := map[string]int{}
 	for i, h := range header {
 		h = strings.TrimSpace(h)
 		header[i] = h
 		if h == "" {
-			return nil, errorf(file, 1, "column %d has no name", i+1)
+			return errorf(file, 1, "column %d has no name", i+1)
 		}
 		if _, dup := col[h]; dup {
-			return nil, errorf(file, 1, "duplicate column %q", h)
+			return errorf(file, 1, "duplicate column %q", h)
 		}
 		switch h {
 		case "id", "input", "expected_output", "tags", "metadata", "tool_mocks", "expected_trajectory":
 		default:
 			if s := suggest.Key(h, knownKeys); s != "" {
-				return nil, errorf(file, 1, `unknown column %q (did you mean %q? other columns go to metadata: rename it if it is one)`, h, s)
+				return errorf(file, 1, `unknown column %q (did you mean %q? other columns go to metadata: rename it if it is one)`, h, s)
 			}
 		}
 		col[h] = i
 	}
 	if _, ok := col["input"]; !ok {
-		return nil, errorf(file, 1, `missing column "input"`)
+		return errorf(file, 1, `missing column "input"`)
 	}
 	if _, ok := col["metadata"]; ok {
-		return nil, errorf(file, 1, `column "metadata" is not allowed: every column other than id, input, expected_output, tags, tool_mocks and expected_trajectory is metadata`)
+		return errorf(file, 1, `column "metadata" is not allowed: every column other than id, input, expected_output, tags, tool_mocks and expected_trajectory is metadata`)
 	}
-	var recs []record
 	for {
 		fields, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, csvErr(err)
+			return csvErr(err)
 		}
 		if err := w.advance(r.InputOffset()); err != nil {
-			return nil, err
+			return err
 		}
 		line, _ := r.FieldPos(0)
 		rec := record{item: &evalrun.Item{}, line: line}
@@ -96,17 +95,17 @@ func parseCSV(w *window, file string) ([]record, error) {
 				}
 			case "input":
 				if strings.TrimSpace(cell) == "" {
-					return nil, errorf(file, line, `empty "input"`)
+					return errorf(file, line, `empty "input"`)
 				}
 				rec.item.Input = cellValue(cell)
 				if err := checkDepth(rec.item.Input); err != nil {
-					return nil, errorf(file, line, `"input": %v`, err)
+					return errorf(file, line, `"input": %v`, err)
 				}
 			case "expected_output":
 				if strings.TrimSpace(cell) != "" {
 					rec.item.Expected = cellValue(cell)
 					if err := checkDepth(rec.item.Expected); err != nil {
-						return nil, errorf(file, line, `"expected_output": %v`, err)
+						return errorf(file, line, `"expected_output": %v`, err)
 					}
 				}
 			case "tool_mocks", "expected_trajectory":
@@ -115,7 +114,7 @@ func parseCSV(w *window, file string) ([]record, error) {
 					continue
 				}
 				if err := checkDepth([]byte(cell)); err != nil {
-					return nil, errorf(file, line, "%q: %v", name, err)
+					return errorf(file, line, "%q: %v", name, err)
 				}
 				var err error
 				if name == "tool_mocks" {
@@ -124,7 +123,7 @@ func parseCSV(w *window, file string) ([]record, error) {
 					rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(json.RawMessage(cell))
 				}
 				if err != nil {
-					return nil, errorf(file, line, "%v", err)
+					return errorf(file, line, "%v", err)
 				}
 			case "tags":
 				var tags []any
@@ -142,9 +141,11 @@ func parseCSV(w *window, file string) ([]record, error) {
 				}
 			}
 		}
-		recs = append(recs, rec)
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
-	return recs, w.advance(w.start + int64(len(w.buf)))
+	return w.advance(w.start + int64(len(w.buf)))
 }
 
 func meta(it *evalrun.Item) map[string]any {

@@ -3,7 +3,6 @@ package dataset
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,25 +101,11 @@ func ReadFile(path string) ([]*evalrun.Item, error) {
 // besides the items: an item longer than [MaxItemBytes], nested deeper
 // than [MaxDepth] or with invalid UTF-8 is refused with its line.
 func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var base int64
-	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
-		n, _ := br.Discard(3)
-		base = int64(n)
-	}
 	var recs []record
-	var err error
-	switch format {
-	case JSONL:
-		recs, err = parseJSONL(br, name, base)
-	case JSON:
-		recs, err = parseJSONArray(newWindow(br, name, base), name)
-	case CSV:
-		recs, err = parseCSV(newWindow(br, name, base), name)
-	default:
-		return nil, errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
-	}
-	if err != nil {
+	if err := scan(r, name, format, func(rec record) error {
+		recs = append(recs, rec)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	if len(recs) == 0 {
@@ -128,14 +114,27 @@ func Read(r io.Reader, name string, format Format) ([]*evalrun.Item, error) {
 	return assignIDs(recs, name)
 }
 
-// Import reads the dataset file at path (see [ReadFile]) and stores it as
-// the next version of the named dataset. A rejected file writes nothing.
-func Import(ctx context.Context, store evalrun.DatasetStore, name, path string) (evalrun.DatasetVersion, bool, error) {
-	items, err := ReadFile(path)
-	if err != nil {
-		return evalrun.DatasetVersion{}, false, err
+// scan parses r and calls emit with each record in file order, holding
+// one item's bytes at a time; it stops at the first problem or at emit's
+// first error, returning it. Ids are as given: [assignIDs] or an
+// [idPlan] derives the missing ones.
+func scan(r io.Reader, name string, format Format, emit func(record) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var base int64
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark
+		n, _ := br.Discard(3)
+		base = int64(n)
 	}
-	return store.ImportDataset(ctx, name, items)
+	switch format {
+	case JSONL:
+		return parseJSONL(br, name, base, emit)
+	case JSON:
+		return parseJSONArray(newWindow(br, name, base), name, emit)
+	case CSV:
+		return parseCSV(newWindow(br, name, base), name, emit)
+	default:
+		return errorf(name, 0, "unknown dataset format %q (want jsonl, json or csv)", format)
+	}
 }
 
 // record is an item as read, with its line and whether its id was given.
@@ -148,76 +147,61 @@ type record struct {
 // The top-level keys of an item.
 var knownKeys = []string{"id", "input", "expected_output", "metadata", "tool_mocks", "expected_trajectory"}
 
-// parseObject turns one JSON object into an item.
+// parseObject turns one JSON object into an item. raw is valid JSON (the
+// readers check it first), so its members are found by a scan of the top
+// level instead of a decoder's tokens: most of the time of a large import
+// is here.
 func parseObject(raw []byte, file string, line int) (record, error) {
 	if err := checkDepth(raw); err != nil {
 		return record{}, errorf(file, line, "%v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return record{}, errorf(file, line, "malformed JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if len(raw) == 0 || raw[0] != '{' {
 		return record{}, errorf(file, line, "want a JSON object, got %s", kindOf(raw))
 	}
 	rec := record{item: &evalrun.Item{}, line: line}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return record{}, errorf(file, line, "malformed JSON: %v", err)
+	var seen uint // a bit per known key
+	err := eachMember(raw, func(key string, val []byte) error {
+		k := slices.Index(knownKeys, key)
+		if k < 0 {
+			return errors.New(unknownKey(key))
 		}
-		key := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return record{}, errorf(file, line, "malformed JSON: %v", err)
+		if seen&(1<<k) != 0 {
+			return fmt.Errorf("duplicate key %q", key)
 		}
-		if seen[key] {
-			return record{}, errorf(file, line, "duplicate key %q", key)
-		}
-		seen[key] = true
+		seen |= 1 << k
 		isNull := string(val) == "null"
+		var err error
 		switch key {
 		case "id":
-			id, err := parseID(val)
-			if err != nil {
-				return record{}, errorf(file, line, "%v", err)
+			if rec.item.ID, err = parseID(val); err != nil {
+				return err
 			}
-			rec.item.ID, rec.givenID = id, true
+			rec.givenID = true
 		case "input":
 			if isNull {
-				return record{}, errorf(file, line, `"input" is null`)
+				return errors.New(`"input" is null`)
 			}
-			rec.item.Input = val
+			rec.item.Input = bytes.Clone(val)
 		case "expected_output":
 			if !isNull {
-				rec.item.Expected = val
+				rec.item.Expected = bytes.Clone(val)
 			}
 		case "metadata":
 			if isNull {
-				continue
+				return nil
 			}
 			if err := json.Unmarshal(val, &rec.item.Metadata); err != nil {
-				return record{}, errorf(file, line, `"metadata" must be a JSON object, got %s`, kindOf(val))
+				return fmt.Errorf(`"metadata" must be a JSON object, got %s`, kindOf(val))
 			}
 		case "tool_mocks":
-			if rec.item.ToolMocks, err = parseToolMocks(val); err != nil {
-				return record{}, errorf(file, line, "%v", err)
-			}
+			rec.item.ToolMocks, err = parseToolMocks(val)
 		case "expected_trajectory":
-			if rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(val); err != nil {
-				return record{}, errorf(file, line, "%v", err)
-			}
-		default:
-			return record{}, errorf(file, line, "%s", unknownKey(key))
+			rec.item.ExpectedTrajectory, err = parseExpectedTrajectory(val)
 		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return record{}, errorf(file, line, "malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return record{}, errorf(file, line, "malformed JSON: more than one value on the line")
+		return err
+	})
+	if err != nil {
+		return record{}, errorf(file, line, "%v", err)
 	}
 	if rec.item.Input == nil {
 		return record{}, errorf(file, line, `missing "input"`)
@@ -225,7 +209,102 @@ func parseObject(raw []byte, file string, line int) (record, error) {
 	return rec, nil
 }
 
+// eachMember calls fn with the key and the raw value of each member of
+// the JSON object obj, which must be valid JSON, in order; it stops at
+// fn's first error.
+func eachMember(obj []byte, fn func(key string, val []byte) error) error {
+	malformed := errors.New("malformed JSON object")
+	i := 1
+	ws := func() {
+		for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\n' || obj[i] == '\r') {
+			i++
+		}
+	}
+	// end returns the index just past the value starting at obj[j].
+	end := func(j int) int {
+		depth, inString := 0, false
+		for ; j < len(obj); j++ {
+			c := obj[j]
+			switch {
+			case inString && c == '\\':
+				j++
+			case inString:
+				if c == '"' {
+					inString = false
+					if depth == 0 {
+						return j + 1
+					}
+				}
+			case c == '"':
+				inString = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth == 0 {
+					return j // the end of a scalar at the object's end
+				}
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+				return j
+			}
+		}
+		return j
+	}
+	ws()
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		if obj[i] != '"' {
+			return malformed
+		}
+		k := end(i)
+		rawKey := obj[i:k]
+		key := string(rawKey[1 : len(rawKey)-1])
+		if bytes.IndexByte(rawKey, '\\') >= 0 {
+			if err := json.Unmarshal(rawKey, &key); err != nil {
+				return malformed
+			}
+		}
+		i = k
+		ws()
+		if i >= len(obj) || obj[i] != ':' {
+			return malformed
+		}
+		i++
+		ws()
+		v := end(i)
+		if v <= i || v > len(obj) {
+			return malformed
+		}
+		if err := fn(key, obj[i:v]); err != nil {
+			return err
+		}
+		i = v
+		ws()
+		if i >= len(obj) {
+			return malformed
+		}
+		switch obj[i] {
+		case ',':
+			i++
+			ws()
+		case '}':
+			return nil
+		default:
+			return malformed
+		}
+	}
+	return malformed
+}
+
 func parseID(val json.RawMessage) (string, error) {
+	if len(val) > 2 && val[0] == '"' && bytes.IndexByte(val, '\\') < 0 {
+		return string(val[1 : len(val)-1]), nil // a plain string, the usual id
+	}
 	var s string
 	if err := json.Unmarshal(val, &s); err == nil {
 		if s == "" {
@@ -251,33 +330,34 @@ func unknownKey(key string) string {
 	return fmt.Sprintf(`unknown key %q (extra fields belong in "metadata")`, key)
 }
 
-func parseJSONL(r *bufio.Reader, file string, off int64) ([]record, error) {
-	var recs []record
+func parseJSONL(r *bufio.Reader, file string, off int64, emit func(record) error) error {
 	lines := NewLines(r, file, off)
 	for {
 		t, line, err := lines.Next()
 		if errors.Is(err, io.EOF) {
-			return recs, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(t) == 0 {
 			continue
 		}
 		if !json.Valid(t) {
 			var v any
-			return nil, errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
+			return errorf(file, line, "malformed JSON: %v", json.Unmarshal(t, &v))
 		}
 		rec, perr := parseObject(t, file, line)
 		if perr != nil {
-			return nil, perr
+			return perr
 		}
-		recs = append(recs, rec)
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
 }
 
-func parseJSONArray(w *window, file string) ([]record, error) {
+func parseJSONArray(w *window, file string, emit func(record) error) error {
 	dec := json.NewDecoder(w)
 	fail := func(err error) error {
 		switch {
@@ -298,49 +378,50 @@ func parseJSONArray(w *window, file string) ([]record, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, w.advance(w.start + int64(len(w.buf)))
+			return w.advance(w.start + int64(len(w.buf)))
 		}
-		return nil, fail(err)
+		return fail(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		hint := ""
 		if d, ok := tok.(json.Delim); ok && d == '{' {
 			hint = " (for one object per line, name the file .jsonl)"
 		}
-		return nil, errorf(file, w.itemLine(), "want a JSON array of items%s", hint)
+		return errorf(file, w.itemLine(), "want a JSON array of items%s", hint)
 	}
 	if err := w.advance(dec.InputOffset()); err != nil {
-		return nil, err
+		return err
 	}
-	var recs []record
 	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fail(err)
+			return fail(err)
 		}
 		line := w.itemLine()
 		if err := w.advance(dec.InputOffset()); err != nil {
-			return nil, err
+			return err
 		}
 		rec, err := parseObject(raw, file, line)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		recs = append(recs, rec)
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fail(err)
+		return fail(err)
 	}
 	if err := w.advance(dec.InputOffset()); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if errors.Is(err, errTooLong) {
-			return nil, tooLong(file, w.itemLine(), "the content after the array")
+			return tooLong(file, w.itemLine(), "the content after the array")
 		}
-		return nil, errorf(file, w.itemLine(), "malformed JSON: unexpected content after the array")
+		return errorf(file, w.itemLine(), "malformed JSON: unexpected content after the array")
 	}
-	return recs, w.advance(w.start + int64(len(w.buf)))
+	return w.advance(w.start + int64(len(w.buf)))
 }
 
 // DeriveID returns the id of an item that has none: the first 12 hex

@@ -303,3 +303,29 @@ func TestDerivedIDsOfRepeatsLinear(t *testing.T) {
 		t.Errorf("twice the repeats take %.1f× the allocations (%.0f, then %.0f): the suffixes are not found in linear work", large/small, small, large)
 	}
 }
+
+// The top-level scan of an item finds its members wherever braces,
+// brackets, quotes and escapes inside strings would mislead a naive one.
+func TestReadTrickyMembers(t *testing.T) {
+	content := `{ "inp\u0075t" : {"a":"}\"]","b":[1,{"c":"{"}]} , "expected_output":"x\\", "id" : 7 ,"metadata":{"k":"\"}"}}` + "\n" +
+		`{"input":-1.5e3}` + "\n" +
+		`{"expected_output":[],"input":true }` + "\n"
+	items, err := read(t, "data.jsonl", content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ id, input, expected string }{
+		{"7", `{"a":"}\"]","b":[1,{"c":"{"}]}`, `"x\\"`},
+		{"", `-1.5e3`, ""},
+		{"", `true`, `[]`},
+	}
+	for i, w := range want {
+		it := items[i]
+		if (w.id != "" && it.ID != w.id) || string(it.Input) != w.input || string(it.Expected) != w.expected {
+			t.Fatalf("item %d = id %q input %s expected %s; want %+v", i, it.ID, it.Input, it.Expected, w)
+		}
+	}
+	if items[0].Metadata["k"] != `"}` {
+		t.Fatalf("metadata = %v", items[0].Metadata)
+	}
+}

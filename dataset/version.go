@@ -2,11 +2,8 @@ package dataset
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"sort"
 
 	"github.com/evalrun/evalrun"
@@ -156,7 +153,7 @@ func hashItems(items []*evalrun.Item) ([][]byte, error) {
 			return nil, fmt.Errorf("item %q has an empty input: %w", it.ID, evalrun.ErrInvalid)
 		}
 		if j, dup := seen[it.ID]; dup {
-			return nil, fmt.Errorf("items %d and %d have the same id %q: %w", j+1, i+1, it.ID, evalrun.ErrInvalid)
+			return nil, &DuplicateIDError{ID: it.ID, First: j + 1, Second: i + 1}
 		}
 		seen[it.ID] = i
 		h, err := Hash(it)
@@ -178,33 +175,11 @@ func Hash(it *evalrun.Item) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	var n [9]byte
-	part := func(b []byte, present bool) {
-		n[0] = 0
-		if present {
-			n[0] = 1
-		}
-		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	part(it.Input, true)
-	part(it.Expected, it.Expected != nil)
-	part(meta, meta != nil)
-	// The agent keys join the hash only when present, so that an item
-	// without them keeps the hash it had before they existed (an upgrade
-	// does not make every stored item "changed").
 	mocks, expected, err := MarshalAgent(it)
 	if err != nil {
 		return nil, err
 	}
-	if mocks != nil || expected != nil {
-		h.Write([]byte("agent"))
-		part(mocks, mocks != nil)
-		part(expected, expected != nil)
-	}
-	return h.Sum(nil)[:16], nil
+	return hashParts(it, meta, mocks, expected), nil
 }
 
 // MarshalMetadata returns the JSON of an item's metadata (keys sorted), or
@@ -268,34 +243,9 @@ func longestIncreasing(seq []int) []bool {
 // base-256 fraction without trailing zero bytes, so bytewise order is
 // numeric order.
 func keysBetween(lo, hi []byte, n int) [][]byte {
-	if n == 0 {
-		return nil
-	}
-	size := max(len(lo), len(hi), 1)
-	var loN, hiN, d big.Int
-	count := big.NewInt(int64(n) + 1)
-	for {
-		loN.SetBytes(pad(lo, size))
-		if hi == nil {
-			hiN.Lsh(big.NewInt(1), uint(8*size))
-		} else {
-			hiN.SetBytes(pad(hi, size))
-		}
-		d.Sub(&hiN, &loN)
-		if d.Cmp(count) >= 0 {
-			break
-		}
-		size++
-	}
-	keys := make([][]byte, n)
-	buf := make([]byte, n*size)
-	var v, m big.Int
-	for i := range n {
-		m.Mul(&d, big.NewInt(int64(i)+1))
-		m.Quo(&m, count)
-		v.Add(&loN, &m)
-		k := v.FillBytes(buf[i*size : (i+1)*size : (i+1)*size])
-		keys[i] = bytes.TrimRight(k, "\x00")
+	keys := make([][]byte, 0, n)
+	for k := range KeysBetween(lo, hi, n) {
+		keys = append(keys, k)
 	}
 	return keys
 }

@@ -6,11 +6,12 @@
 package inmem
 
 import (
-	"strconv"
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,19 @@ func (s *Store) ImportDataset(_ context.Context, name string, items []*evalrun.I
 	d.info.ItemCount = len(items)
 	d.info.UpdatedAt = now
 	return v.info, true, nil
+}
+
+// ImportItems implements [evalrun.DatasetStore]. The store holds every
+// item anyway: it collects them and imports the slice.
+func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
+	var all []*evalrun.Item
+	for it, err := range items {
+		if err != nil {
+			return evalrun.DatasetVersion{}, false, err
+		}
+		all = append(all, it)
+	}
+	return s.ImportDataset(ctx, name, all)
 }
 
 // copyItem copies an item deeply enough that the caller's later changes do

@@ -56,6 +56,58 @@ func BenchmarkImportJSONL(b *testing.B) {
 	b.ReportMetric(b.Elapsed().Seconds()/float64(i), "s/import")
 }
 
+// BenchmarkReimportJSONL: re-import a 100,000-item JSONL file into its
+// dataset, unchanged and with one item changed:
+// go test -run '^$' -bench ReimportJSONL -benchtime 3x ./sqlite/
+func BenchmarkReimportJSONL(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	write := func(name string, changed int) string {
+		var buf bytes.Buffer
+		for i := range n {
+			answer := fmt.Sprint(2 * i)
+			if i == changed {
+				answer = "changed"
+			}
+			fmt.Fprintf(&buf, `{"id":"q%06d","input":{"question":"What is %d + %d?","context":"arithmetic"},"expected_output":"%s","metadata":{"tags":["math","easy"]}}`+"\n", i, i, i, answer)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return path
+	}
+	same, changed := write("same.jsonl", -1), write("changed.jsonl", n/2)
+	s, err := sqlite.Open(b.Context(), filepath.Join(dir, "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := dataset.Import(b.Context(), s, "ds", same); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			if _, created, err := dataset.Import(b.Context(), s, "ds", same); err != nil || created {
+				b.Fatalf("re-import: created=%v %v", created, err)
+			}
+		}
+	})
+	i := 0 // the benchmark function may run more than once: alternate across runs
+	b.Run("one-changed", func(b *testing.B) {
+		for b.Loop() {
+			path := same
+			if i%2 == 0 {
+				path = changed
+			}
+			i++
+			if _, created, err := dataset.Import(b.Context(), s, "ds", path); err != nil || !created {
+				b.Fatalf("re-import: created=%v %v", created, err)
+			}
+		}
+	})
+}
+
 // BenchmarkScanResults: a full scan of a finished 100,000-result run (three
 // scorers, items joined): go test -run '^$' -bench ScanResults -benchtime 5x ./sqlite/
 func BenchmarkScanResults(b *testing.B) {

@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -12,45 +14,82 @@ import (
 	"github.com/evalrun/evalrun/internal/sqlstore"
 )
 
-// ImportDataset implements [evalrun.DatasetStore]. It plans the version
-// with [dataset.PlanVersion] against the latest version's rows and writes
-// the plan in one transaction.
+// ImportDataset implements [evalrun.DatasetStore]: [Store.ImportItems]
+// over the slice.
 func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun.Item) (evalrun.DatasetVersion, bool, error) {
+	return s.ImportItems(ctx, name, dataset.Items(items))
+}
+
+// ImportItems implements [evalrun.DatasetStore]. In one transaction it
+// walks the latest version's rows in order alongside the items: an item
+// equal to the row of its position (the usual case of a re-import) costs
+// a bit; any other is staged in a temporary table (SQLite spills it to a
+// temporary file: memory stays flat). Unless every item was in place, it
+// then compares the staged items with the latest version in SQL, plans
+// the version with [dataset.PlanPositions] and writes the plan: only
+// changed, added and moved items get rows.
+func (s *Store) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
 	var zero evalrun.DatasetVersion
 	if err := dataset.CheckName(name); err != nil {
 		return zero, false, fmt.Errorf("import dataset: %w", err)
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
+	fail := func(err error) (evalrun.DatasetVersion, bool, error) {
 		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
 	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
 	defer tx.Rollback()
+	// A temporary table outlives a transaction on its connection: drop
+	// what a failed import left (a rollback also undoes its creation).
+	if _, err := tx.ExecContext(ctx, dropStaging+stagingSchema); err != nil {
+		return fail(err)
+	}
 
 	latest := 0
 	err = tx.QueryRowContext(ctx, `SELECT latest_version FROM datasets WHERE name = ?`, name).Scan(&latest)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	current, err := currentRows(ctx, tx, name)
+	st, err := stageItems(ctx, tx, name, items)
+	var itemsErr *itemsError
+	if errors.As(err, &itemsErr) {
+		return zero, false, itemsErr.err
+	}
 	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	plan, err := dataset.PlanVersion(latest > 0, current, items)
-	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
-	}
-	if plan.Unchanged {
+	n, cur := st.n, st.cur
+	if latest > 0 && n == cur && st.inPlaceCount == n {
 		v, err := getVersion(ctx, tx, name, latest)
 		if err != nil {
-			return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+			return fail(err)
 		}
 		return *v, false, nil
 	}
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX temp.import_items_id ON import_items (item_id);
+		INSERT INTO temp.import_current (rank, ref, item_id, hash, ord)
+		SELECT row_number() OVER (ORDER BY ord), id, item_id, hash, ord FROM dataset_items
+		WHERE dataset = ? AND valid_to IS NULL`, name); err != nil {
+		return fail(err)
+	}
+	dup, err := firstDuplicate(ctx, tx)
+	if err != nil {
+		return fail(err)
+	}
+	matches, matched, changed, err := matchItems(ctx, tx, st.inPlace, dup)
+	if err != nil {
+		return fail(err)
+	}
+	matched += st.inPlaceCount
+	plan := dataset.PlanPositions(n, cur, st.inPlace, matches)
+	matches = nil
 
 	now := time.Now().UTC()
 	v := evalrun.DatasetVersion{
-		Dataset: name, Version: latest + 1, CreatedAt: now.Truncate(time.Microsecond), ItemCount: len(items),
-		Added: plan.Added, Changed: plan.Changed, Removed: plan.Removed,
+		Dataset: name, Version: latest + 1, CreatedAt: now.Truncate(time.Microsecond), ItemCount: n,
+		Added: n - matched, Changed: changed, Removed: cur - matched,
 	}
 	if latest == 0 {
 		_, err = tx.ExecContext(ctx, `INSERT INTO datasets (name, latest_version, item_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
@@ -60,74 +99,247 @@ func (s *Store) ImportDataset(ctx context.Context, name string, items []*evalrun
 			v.Version, v.ItemCount, now.UnixMicro(), name)
 	}
 	if err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dataset_versions (dataset, version, created_at, item_count, added, changed, removed)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, name, v.Version, now.UnixMicro(), v.ItemCount, v.Added, v.Changed, v.Removed); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+		return fail(err)
 	}
-	if err := writeRows(ctx, tx, name, v.Version, plan); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: %w", name, err)
+	if err := writePlan(ctx, tx, name, v.Version, plan, st.inPlace); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, dropStaging); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return zero, false, fmt.Errorf("import dataset %q: commit: %w", name, err)
+		return fail(fmt.Errorf("commit: %w", err))
 	}
 	return v, true, nil
 }
 
-func currentRows(ctx context.Context, tx *sql.Tx, name string) ([]dataset.Row, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, item_id, ord, hash FROM dataset_items
+// The staging tables of an import: the new items not in place by 1-based
+// position, and the latest version's rows by 1-based rank in its order.
+const (
+	stagingSchema = `
+CREATE TEMP TABLE import_items (
+	pos                 INTEGER PRIMARY KEY,
+	item_id             TEXT NOT NULL,
+	hash                BLOB NOT NULL,
+	input               BLOB NOT NULL,
+	expected            BLOB,
+	metadata            BLOB,
+	tool_mocks          BLOB,
+	expected_trajectory BLOB
+);
+CREATE TEMP TABLE import_current (
+	rank    INTEGER PRIMARY KEY,
+	ref     INTEGER NOT NULL,
+	item_id TEXT NOT NULL UNIQUE,
+	hash    BLOB NOT NULL,
+	ord     BLOB NOT NULL
+);`
+	dropStaging = `DROP TABLE IF EXISTS temp.import_items; DROP TABLE IF EXISTS temp.import_current;`
+)
+
+// itemsError carries an error of the items' sequence, returned as is.
+type itemsError struct{ err error }
+
+func (e *itemsError) Error() string { return e.err.Error() }
+
+// staged is what stageItems learnt.
+type staged struct {
+	n, cur       int            // items, rows of the latest version
+	inPlace      dataset.Bitset // positions of the items equal to the row of that rank
+	inPlaceCount int
+}
+
+// stageItems reads the items and the latest version's rows in order side
+// by side: an item equal to the row of its rank is only marked in place;
+// any other is written into import_items.
+func stageItems(ctx context.Context, tx *sql.Tx, name string, items iter.Seq2[*evalrun.Item, error]) (*staged, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, hash FROM dataset_items
 		WHERE dataset = ? AND valid_to IS NULL ORDER BY ord`, name)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []dataset.Row
-	for rows.Next() {
-		var r dataset.Row
-		if err := rows.Scan(&r.Ref, &r.ID, &r.Key, &r.Hash); err != nil {
+	st := &staged{}
+	curRow := func() (string, []byte, bool, error) {
+		if !rows.Next() {
+			return "", nil, false, rows.Err()
+		}
+		var id string
+		var hash []byte
+		st.cur++
+		return id, hash, true, rows.Scan(&id, &hash)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO temp.import_items
+		(pos, item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	for it, err := range items {
+		if err != nil {
+			return nil, &itemsError{err}
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		st.n++
+		enc, err := dataset.Stage(st.n, it)
+		if err != nil {
+			return nil, err
+		}
+		id, hash, ok, err := curRow()
+		if err != nil {
+			return nil, err
+		}
+		if ok && id == it.ID && bytes.Equal(hash, enc.Hash) {
+			st.inPlace.Set(st.n)
+			st.inPlaceCount++
+			continue
+		}
+		if _, err := stmt.ExecContext(ctx, st.n, it.ID, enc.Hash, []byte(it.Input), blob(it.Expected),
+			blob(enc.Metadata), blob(enc.ToolMocks), blob(enc.ExpectedTrajectory)); err != nil {
+			return nil, fmt.Errorf("stage item %q: %w", it.ID, err)
+		}
 	}
-	return out, rows.Err()
+	for {
+		_, _, ok, err := curRow()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return st, nil
+		}
+	}
 }
 
-func writeRows(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.VersionPlan) error {
+// firstDuplicate returns the first staged item whose id an earlier staged
+// item has, or nil.
+func firstDuplicate(ctx context.Context, tx *sql.Tx) (*dataset.DuplicateIDError, error) {
+	d := &dataset.DuplicateIDError{}
+	err := tx.QueryRowContext(ctx, `SELECT b.item_id, min(a.pos), b.pos FROM temp.import_items b
+		JOIN temp.import_items a ON a.item_id = b.item_id AND a.pos < b.pos
+		WHERE b.item_id IN (SELECT item_id FROM temp.import_items GROUP BY item_id HAVING count(*) > 1)
+		GROUP BY b.pos ORDER BY b.pos LIMIT 1`).Scan(&d.ID, &d.First, &d.Second)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// matchItems returns the staged items equal to a current row (in
+// position order), how many have a current row, and how many of those
+// changed. A staged item with the id of an item in place is a duplicate:
+// it returns the first duplicate, this or dup.
+func matchItems(ctx context.Context, tx *sql.Tx, inPlace dataset.Bitset, dup *dataset.DuplicateIDError) ([]dataset.Match, int, int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT s.pos, c.rank, c.hash = s.hash, s.item_id FROM temp.import_items s
+		JOIN temp.import_current c ON c.item_id = s.item_id ORDER BY s.pos`)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer rows.Close()
+	var matches []dataset.Match
+	matched, changed := 0, 0
+	for rows.Next() {
+		var m dataset.Match
+		var same bool
+		var id string
+		if err := rows.Scan(&m.Pos, &m.Rank, &same, &id); err != nil {
+			return nil, 0, 0, err
+		}
+		if inPlace.Has(int(m.Rank)) {
+			first, second := int(min(m.Pos, m.Rank)), int(max(m.Pos, m.Rank))
+			if dup == nil || second < dup.Second {
+				dup = &dataset.DuplicateIDError{ID: id, First: first, Second: second}
+			}
+			continue
+		}
+		matched++
+		if same {
+			matches = append(matches, m)
+		} else {
+			changed++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	if dup != nil {
+		return nil, 0, 0, dup
+	}
+	return matches, matched, changed, nil
+}
+
+// writePlan closes the rows the plan drops and inserts the items it
+// inserts, with their order keys: a staged item from import_items, an
+// item in place (a row the plan moves) from its current row.
+func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *dataset.PositionPlan, inPlace dataset.Bitset) error {
 	if len(plan.Close) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE dataset_items SET valid_to = ? WHERE id = ?`)
+		stmt, err := tx.PrepareContext(ctx, `UPDATE dataset_items SET valid_to = ?
+			WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		for _, r := range plan.Close {
-			if _, err := stmt.ExecContext(ctx, version, r.Ref); err != nil {
-				return fmt.Errorf("close item %q: %w", r.ID, err)
+		for _, rank := range plan.Close {
+			if _, err := stmt.ExecContext(ctx, version, rank); err != nil {
+				return fmt.Errorf("close item row: %w", err)
 			}
 		}
 	}
 	if len(plan.Insert) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items
-		(dataset, item_id, valid_from, ord, hash, input, expected, metadata, tool_mocks, expected_trajectory)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	keyOf, err := tx.PrepareContext(ctx, `SELECT ord FROM temp.import_current WHERE rank = ?`)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	for _, r := range plan.Insert {
-		meta, err := dataset.MarshalMetadata(r.Item.Metadata)
-		if err != nil {
-			return fmt.Errorf("item %q: %w", r.Item.ID, err)
+	defer keyOf.Close()
+	key := func(rank int32) ([]byte, error) {
+		if rank == 0 {
+			return nil, nil
 		}
-		mocks, expected, err := dataset.MarshalAgent(r.Item)
+		var k []byte
+		return k, keyOf.QueryRowContext(ctx, rank).Scan(&k)
+	}
+	const columns = `item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory`
+	insertStaged, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
+		SELECT ?, ?, ?, `+columns+` FROM temp.import_items WHERE pos = ?`)
+	if err != nil {
+		return err
+	}
+	defer insertStaged.Close()
+	insertInPlace, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
+		SELECT ?, ?, ?, `+columns+` FROM dataset_items WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
+	if err != nil {
+		return err
+	}
+	defer insertInPlace.Close()
+	for _, sp := range plan.Insert {
+		lo, err := key(sp.Lo)
 		if err != nil {
-			return fmt.Errorf("item %q: %w", r.Item.ID, err)
+			return err
 		}
-		if _, err := stmt.ExecContext(ctx, name, r.Item.ID, version, r.Key, r.Hash,
-			[]byte(r.Item.Input), blob(r.Item.Expected), blob(meta), blob(mocks), blob(expected)); err != nil {
-			return fmt.Errorf("insert item %q: %w", r.Item.ID, err)
+		hi, err := key(sp.Hi)
+		if err != nil {
+			return err
+		}
+		pos := sp.From
+		for k := range dataset.KeysBetween(lo, hi, int(sp.To-sp.From+1)) {
+			stmt := insertStaged
+			if inPlace.Has(int(pos)) {
+				stmt = insertInPlace // its rank is its position
+			}
+			if _, err := stmt.ExecContext(ctx, name, version, k, pos); err != nil {
+				return fmt.Errorf("insert item row: %w", err)
+			}
+			pos++
 		}
 	}
 	return nil
