@@ -241,7 +241,7 @@ func checkRuns(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) (
 			return nil, fmt.Errorf("write results: scorers of run %q: %w", r.RunID, err)
 		}
 		last = r.RunID
-		seen[r.RunID] = scorers
+		seen[r.RunID] = sqlstore.UniqueScorers(scorers)
 	}
 	return seen, nil
 }

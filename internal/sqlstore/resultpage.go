@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,7 +113,9 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 		}
 		text := func(col string) string {
 			if b.Postgres {
-				return "convert_from(" + col + ", 'UTF8')"
+				// convert_from's text is of collation "C", whose lower()
+				// folds ASCII only: the database's folds the rest.
+				return "(convert_from(" + col + ", 'UTF8') COLLATE \"default\")"
 			}
 			return col
 		}
@@ -166,6 +169,18 @@ func ScoreKeys(r *evalrun.ItemResult, scorers []evalrun.ScorerInfo) []float64 {
 	out := make([]float64, len(scorers))
 	for i, sc := range scorers {
 		out[i] = evalrun.SortScoreOf(r, sc.Name)
+	}
+	return out
+}
+
+// UniqueScorers returns scorers without the repeats of a name (the first
+// stays): score_keys has one row per result and scorer name.
+func UniqueScorers(scorers []evalrun.ScorerInfo) []evalrun.ScorerInfo {
+	out := scorers[:0:0]
+	for _, sc := range scorers {
+		if !slices.ContainsFunc(out, func(o evalrun.ScorerInfo) bool { return o.Name == sc.Name }) {
+			out = append(out, sc)
+		}
 	}
 	return out
 }
