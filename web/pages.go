@@ -399,12 +399,12 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 		nv.Set("from", p.Next)
 		v.NextURL = base + "?" + nv.Encode()
 	}
-	if p.NextPage > 0 {
+	if p.NextPage > 0 && p.Next == "" {
 		nv := q.Values()
 		nv.Set("page", strconv.Itoa(p.NextPage))
 		v.NextURL = base + "?" + nv.Encode()
 	}
-	if q.From > 0 || q.FromRepeat > 0 || q.Page > 1 {
+	if q.From > 0 || q.FromRepeat > 0 || q.Page > 1 || q.After != nil {
 		v.FirstURL = base + "?" + vals.Encode()
 	}
 	sorts := []struct{ label, sort string }{{"input order", ""}, {"slowest", "-latency"}, {"fastest", "latency"}}
