@@ -107,6 +107,17 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 				}
 				return "(" + strings.Join(parts, " OR ") + ")"
 			}
+		} else if isASCII(needles) {
+			// SQLite's lower() folds ASCII only, which is all an ASCII
+			// needle can match: the built-in functions, without a call
+			// into Go per row.
+			contains = func(text string) string {
+				var parts []string
+				for _, n := range needles {
+					parts = append(parts, "instr(lower("+text+"), "+b.arg(n)+") > 0")
+				}
+				return "(" + strings.Join(parts, " OR ") + ")"
+			}
 		} else {
 			joined, _ := json.Marshal(needles) // strings: cannot fail
 			contains = func(text string) string { return "evalrun_search(" + text + ", " + b.arg(string(joined)) + ")" }
@@ -183,4 +194,15 @@ func UniqueScorers(scorers []evalrun.ScorerInfo) []evalrun.ScorerInfo {
 		}
 	}
 	return out
+}
+
+func isASCII(ss []string) bool {
+	for _, s := range ss {
+		for i := range len(s) {
+			if s[i] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return true
 }
