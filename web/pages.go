@@ -397,6 +397,9 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 	if p.Next != "" {
 		nv := q.Values()
 		nv.Set("from", p.Next)
+		if r.URL.Query().Has("size") { // the next page is as long
+			nv.Set("size", strconv.Itoa(q.Size))
+		}
 		v.NextURL = base + "?" + nv.Encode()
 	}
 	if p.NextPage > 0 && p.Next == "" {
