@@ -139,8 +139,10 @@ func BenchmarkViewer100k(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = srv.Close() })
 			get := func(b *testing.B, path string) []byte {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				req.Host = "127.0.0.1"
 				rec := httptest.NewRecorder()
-				srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				srv.ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {
 					b.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body.String())
 				}
