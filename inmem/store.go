@@ -6,11 +6,11 @@
 package inmem
 
 import (
-	"strconv"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
