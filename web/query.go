@@ -534,7 +534,9 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 	scorer, byLatency, desc := q.sortKey()
 	rq := evalrun.ResultPageQuery{
 		FailedOnly: q.Failed, ToolErrors: q.ToolErrors, Scorer: q.Scorer, Below: q.Below, Tag: q.Tag,
-		ItemID: q.ID, Search: q.Search, Limit: q.Size, After: q.After, Count: q.Sort != "",
+		ItemID: q.ID, Search: q.Search, Limit: q.Size, After: q.After,
+		// A search's count would read every output: not counted.
+		Count: q.Sort != "" && q.Search == "",
 	}
 	switch {
 	case q.Sort == "":

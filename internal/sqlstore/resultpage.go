@@ -31,7 +31,8 @@ func (b *PageSQL) arg(v any) string {
 // Keys returns the query of the keys of a page: idx, rep and the sort
 // value (a number, a string) of up to limit results of run matching q after
 // the cursor, in q's order; with count, the query counting every matching
-// result instead.
+// result instead (of results alone: every result has its score_keys rows,
+// and an unfiltered count reads a narrow index).
 func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery, after *resultq.Cursor, limit int, count bool) (string, []any) {
 	b.args = nil
 	var sb strings.Builder
@@ -49,7 +50,7 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 	} else {
 		sb.WriteString("SELECT " + idx + ", " + rep + ", " + valNum + ", " + valStr)
 	}
-	if q.Sort == evalrun.SortScore {
+	if q.Sort == evalrun.SortScore && !count {
 		// CROSS JOIN: SQLite reads score_keys first, in the order asked.
 		sb.WriteString(" FROM score_keys k CROSS JOIN results r WHERE k.run_id = " + b.arg(run.ID) +
 			" AND k.scorer = " + b.arg(q.SortScorer) + " AND r.run_id = k.run_id AND r.idx = k.idx AND r.rep = k.rep")
@@ -151,9 +152,11 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 		case q.Sort == evalrun.SortIndex:
 			sb.WriteString(" AND (" + idx + ", " + rep + ") > (" + b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
 		case !q.Desc:
-			sb.WriteString(" AND (" + val + ", " + idx + ", " + rep + ") > (" + b.arg(v) + ", " + b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
+			// The first term is a plain range of the sort's index.
+			sb.WriteString(" AND " + val + " >= " + b.arg(v) + " AND (" + val + ", " + idx + ", " + rep + ") > (" + b.arg(v) + ", " +
+				b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
 		default:
-			sb.WriteString(" AND (" + val + " < " + b.arg(v) + " OR " + val + " = " + b.arg(v) + " AND (" + idx + ", " + rep + ") > (" +
+			sb.WriteString(" AND " + val + " <= " + b.arg(v) + " AND (" + val + " < " + b.arg(v) + " OR (" + idx + ", " + rep + ") > (" +
 				b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + "))")
 		}
 	}
