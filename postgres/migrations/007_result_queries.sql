@@ -12,8 +12,11 @@ CREATE INDEX results_failed ON results (run_id, idx, rep) WHERE error <> '';
 -- score_keys: one row per result and scorer of its run, the score a score
 -- sort orders by: the result's first score by that scorer, -Infinity when
 -- it has none or its score is null (missing scores sort lowest).
--- WriteResults keeps it with the scores; the second index serves
--- descending sorts, whose ties still go by (idx, rep) ascending.
+-- WriteResults keeps it with the scores. A descending sort reads the same
+-- index backwards and sorts each run of equal scores by (idx, rep)
+-- ascending (an incremental sort): a second, descending index would spare
+-- that sort but cost every write one more index entry per result and
+-- scorer.
 CREATE TABLE score_keys (
 	run_id text NOT NULL,
 	scorer text NOT NULL,
@@ -22,7 +25,6 @@ CREATE TABLE score_keys (
 	rep    integer NOT NULL,
 	PRIMARY KEY (run_id, scorer, score, idx, rep)
 );
-CREATE INDEX score_keys_desc ON score_keys (run_id, scorer, score DESC, idx, rep);
 
 INSERT INTO score_keys (run_id, scorer, score, idx, rep)
 SELECT r.run_id, sc ->> 'name',

@@ -12,8 +12,10 @@ CREATE INDEX results_failed ON results (run_id, idx, rep) WHERE error <> '';
 -- score_keys: one row per result and scorer of its run, the score a score
 -- sort orders by: the result's first score by that scorer, -Inf when it
 -- has none or its score is null (missing scores sort lowest). WriteResults
--- keeps it with the scores; the second index serves descending sorts,
--- whose ties still go by (idx, rep) ascending.
+-- keeps it with the scores. A descending sort reads the same index
+-- backwards and sorts each run of equal scores by (idx, rep) ascending: a
+-- second, descending index would spare that sort but cost every write
+-- one more index entry per result and scorer.
 CREATE TABLE score_keys (
 	run_id TEXT NOT NULL,
 	scorer TEXT NOT NULL,
@@ -22,7 +24,6 @@ CREATE TABLE score_keys (
 	rep    INTEGER NOT NULL,
 	PRIMARY KEY (run_id, scorer, score, idx, rep)
 ) STRICT, WITHOUT ROWID;
-CREATE INDEX score_keys_desc ON score_keys (run_id, scorer, score DESC, idx, rep);
 
 INSERT OR IGNORE INTO score_keys (run_id, scorer, score, idx, rep)
 SELECT r.run_id, sc.value ->> '$.name',
