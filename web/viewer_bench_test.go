@@ -188,6 +188,7 @@ func BenchmarkViewer100k(b *testing.B) {
 				{"default", items},
 				{"deep-page", deep},
 				{"sort-score", items + "?sort=score:judge"},
+				{"sort-score-desc", items + "?sort=-score:judge"},
 				{"sort-latency-desc", items + "?sort=-latency"},
 				{"failed", items + "?failed=1"},
 				{"below-threshold", items + "?scorer=length"},

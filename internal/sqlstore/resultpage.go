@@ -50,7 +50,12 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 	} else {
 		sb.WriteString("SELECT " + idx + ", " + rep + ", " + valNum + ", " + valStr)
 	}
-	if q.Sort == evalrun.SortScore && !count {
+	filtered := q.FailedOnly || q.ItemID != "" || q.Tag != "" || q.ToolErrors || q.Scorer != "" || q.Search != ""
+	if q.Sort == evalrun.SortScore && !count && !filtered {
+		// score_keys alone: a descending sort orders the ties of a score
+		// by (idx, rep) reading this narrow index, not the results' rows.
+		sb.WriteString(" FROM score_keys k WHERE k.run_id = " + b.arg(run.ID) + " AND k.scorer = " + b.arg(q.SortScorer))
+	} else if q.Sort == evalrun.SortScore && !count {
 		// CROSS JOIN: SQLite reads score_keys first, in the order asked.
 		sb.WriteString(" FROM score_keys k CROSS JOIN results r WHERE k.run_id = " + b.arg(run.ID) +
 			" AND k.scorer = " + b.arg(q.SortScorer) + " AND r.run_id = k.run_id AND r.idx = k.idx AND r.rep = k.rep")
