@@ -551,28 +551,43 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 			return err
 		}
 		n++
-		c := *r
-		c.Scores = slices.Clone(r.Scores)
-		if q.SkipAgentData {
-			c.Trajectory = nil
-		} else if r.Trajectory != nil {
-			t := *r.Trajectory
-			t.Calls = slices.Clone(t.Calls)
-			c.Trajectory = &t
-		}
-		sortScores(c.Scores, order)
-		if it := byID[c.ItemID]; it != nil {
-			ic := *it
-			if q.SkipAgentData {
-				ic.ToolMocks, ic.ExpectedTrajectory = nil, nil
-			}
-			c.Item = &ic
-		}
-		if err := fn(&c); err != nil {
+		c := copyResult(r, byID[r.ItemID], order, q.SkipPayloads, q.SkipAgentData)
+		if err := fn(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyResult returns a copy of a stored result with its item it (nil:
+// none) and its scores in the run's scorer order, leaving out the payloads
+// (ResultQuery.SkipPayloads) or the agent data (SkipAgentData).
+func copyResult(r *evalrun.ItemResult, it *evalrun.Item, order map[string]int, skipPayloads, skipAgentData bool) *evalrun.ItemResult {
+	skipAgentData = skipAgentData || skipPayloads
+	c := *r
+	c.Scores = slices.Clone(r.Scores)
+	if skipPayloads {
+		c.Output = nil
+	}
+	if skipAgentData {
+		c.Trajectory = nil
+	} else if r.Trajectory != nil {
+		t := *r.Trajectory
+		t.Calls = slices.Clone(t.Calls)
+		c.Trajectory = &t
+	}
+	sortScores(c.Scores, order)
+	if it != nil {
+		ic := *it
+		if skipAgentData {
+			ic.ToolMocks, ic.ExpectedTrajectory = nil, nil
+		}
+		if skipPayloads {
+			ic.Input, ic.Expected = nil, nil
+		}
+		c.Item = &ic
+	}
+	return &c
 }
 
 // sortScores orders scores by their scorer's position in order (a run's

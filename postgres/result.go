@@ -127,6 +127,18 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		return fmt.Errorf("write results: upsert: %w", err)
 	}
 	if len(oldRuns) > 0 {
+		// The score_keys rows of the replaced results, computed from their
+		// scores before those go (see migration 007).
+		if _, err := tx.Exec(ctx, `DELETE FROM score_keys k USING (
+				SELECT o.run_id, o.idx, o.rep, sc ->> 'name' AS scorer,
+					COALESCE((SELECT s.score FROM scores s WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep
+						AND s.scorer = sc ->> 'name' ORDER BY s.pos LIMIT 1), '-Infinity') AS score
+				FROM unnest($1::text[], $2::integer[], $3::integer[]) o (run_id, idx, rep)
+				JOIN runs u ON u.id = o.run_id, jsonb_array_elements(u.scorers) sc) d
+			WHERE k.run_id = d.run_id AND k.scorer = d.scorer AND k.score = d.score AND k.idx = d.idx AND k.rep = d.rep`,
+			oldRuns, oldIdx, oldRep); err != nil {
+			return fmt.Errorf("write results: replace score keys: %w", err)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM scores WHERE (run_id, idx, rep) IN
 			(SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[]))`, oldRuns, oldIdx, oldRep); err != nil {
 			return fmt.Errorf("write results: replace scores: %w", err)
@@ -143,6 +155,9 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"scores"}, scoreCols, pgx.CopyFromRows(scores)); err != nil {
 			return fmt.Errorf("write results: copy scores: %w", err)
 		}
+	}
+	if err := writeScoreKeys(ctx, tx, results); err != nil {
+		return fmt.Errorf("write results: score keys: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("write results: commit: %w", err)
@@ -161,6 +176,12 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 // skips decoding repeated item metadata. With q.SkipAgentData the agent
 // columns come back as NULL, neither sent nor decoded.
 func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
+	return s.scanResults(ctx, runID, q, nil, fn)
+}
+
+// scanResults is ScanResults, of the results whose index is in indexes
+// when it is not nil.
+func (s *Store) scanResults(ctx context.Context, runID string, q evalrun.ResultQuery, indexes []int32, fn func(*evalrun.ItemResult) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("scan results of run %q: %w", runID, err)
@@ -181,20 +202,21 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	rows, err := tx.Query(ctx, `SELECT r.idx, r.rep, r.item_id, CASE WHEN first THEN r.output END, r.error, r.error_kind,
+	rows, err := tx.Query(ctx, `SELECT r.idx, r.rep, r.item_id, CASE WHEN first AND NOT $9 THEN r.output END, r.error, r.error_kind,
 			r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
 			r.started_at, r.completed_at,
-			i.id, CASE WHEN first THEN i.input END, CASE WHEN first THEN i.expected END, CASE WHEN first THEN i.metadata END,
-			CASE WHEN first AND NOT $7 THEN r.trajectory END, CASE WHEN first AND NOT $7 THEN i.tool_mocks END,
-			CASE WHEN first AND NOT $7 THEN i.expected_trajectory END,
+			i.id, CASE WHEN first AND NOT $9 THEN i.input END, CASE WHEN first AND NOT $9 THEN i.expected END, CASE WHEN first THEN i.metadata END,
+			CASE WHEN first AND NOT ($7 OR $9) THEN r.trajectory END, CASE WHEN first AND NOT ($7 OR $9) THEN i.tool_mocks END,
+			CASE WHEN first AND NOT ($7 OR $9) THEN i.expected_trajectory END,
 			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
 		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2 AND (NOT $3::boolean OR error <> '')
+			AND ($8::integer[] IS NULL OR idx = ANY ($8::integer[]))
 			ORDER BY idx, rep LIMIT $4) r
 		LEFT JOIN dataset_items i ON i.dataset = $5 AND i.item_id = r.item_id
 			AND i.valid_from <= $6 AND (i.valid_to IS NULL OR i.valid_to > $6)
 		LEFT JOIN scores s ON s.run_id = $1 AND s.idx = r.idx AND s.rep = r.rep
 		CROSS JOIN LATERAL (SELECT COALESCE(s.pos, 0) = 0 AS first) f
-		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version, q.SkipAgentData)
+		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version, q.SkipAgentData, indexes, q.SkipPayloads)
 	if err != nil {
 		return fmt.Errorf("scan results of run %q: %w", runID, err)
 	}

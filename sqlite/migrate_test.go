@@ -144,3 +144,32 @@ func TestListRunsExperimentIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateFromVersion6 opens a database left at schema version 6 (before
+// the result queries) with a tagged dataset, a run and its results: Open
+// applies version 7, whose tables are filled from the rows already there.
+func TestMigrateFromVersion6(t *testing.T) {
+	items := []*evalrun.Item{
+		{ID: "a", Input: evalrun.String("q"), Metadata: map[string]any{"tags": []any{"x"}}},
+		{ID: "b", Input: evalrun.String("r")},
+	}
+	plan, err := dataset.PlanVersion(false, nil, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openFromVersion(t, 6, "007_result_queries.sql",
+		stmt{`INSERT INTO datasets VALUES ('old', 1, 2, 1, 1)`, nil},
+		stmt{`INSERT INTO dataset_versions VALUES ('old', 1, 1, 2, 2, 0, 0)`, nil},
+		stmt{`INSERT INTO dataset_items (dataset, item_id, valid_from, ord, hash, input, metadata) VALUES ('old', 'a', 1, ?, ?, ?, CAST('{"tags":["x"]}' AS BLOB))`,
+			[]any{plan.Insert[0].Key, plan.Insert[0].Hash, []byte(items[0].Input)}},
+		stmt{`INSERT INTO dataset_items (dataset, item_id, valid_from, ord, hash, input) VALUES ('old', 'b', 1, ?, ?, ?)`,
+			[]any{plan.Insert[1].Key, plan.Insert[1].Hash, []byte(items[1].Input)}},
+		stmt{`INSERT INTO runs (id, name, dataset, dataset_version, target, scorers, status, total, succeeded,
+			failed, skipped, persist_errors, error, created_at) VALUES ('old', 'n', 'old', 1, CAST('{}' AS BLOB),
+			CAST('[{"name":"judge","kind":"llm_judge","threshold":0.5}]' AS BLOB), 'completed', 2, 1, 1, 0, 0, '', 1)`, nil},
+		stmt{`INSERT INTO results (run_id, idx, rep, item_id, output, error, error_kind, attempts, retry_count, latency_ns, trace_id, cache_hit)
+			VALUES ('old', 0, 0, 'a', CAST('"x"' AS BLOB), '', '', 1, 0, 5, '', 0), ('old', 1, 0, 'b', NULL, 'boom', 'transient', 1, 0, 5, '', 0)`, nil},
+		stmt{`INSERT INTO scores (run_id, idx, rep, pos, scorer, score, passed, reason, error, error_kind)
+			VALUES ('old', 0, 0, 0, 'judge', 0.9, 1, '', '', '')`, nil})
+	storetest.MigratedResultPages(t, s, "old")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,10 +102,11 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		return fmt.Errorf("write results: %w", err)
 	}
 	defer tx.Rollback()
-	if err := checkRuns(ctx, tx, results); err != nil {
+	scorers, err := checkRuns(ctx, tx, results)
+	if err != nil {
 		return err
 	}
-	if err := deleteOldScores(ctx, tx, results); err != nil {
+	if err := deleteOldScores(ctx, tx, results, scorers); err != nil {
 		return fmt.Errorf("write results: replace scores: %w", err)
 	}
 	args := make([]any, 0, resultChunk*resultArgs)
@@ -158,15 +160,19 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	if err := flush(); err != nil {
 		return fmt.Errorf("write scores: %w", err)
 	}
+	if err := writeScoreKeys(ctx, tx, results, scorers); err != nil {
+		return fmt.Errorf("write score keys: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("write results: commit: %w", err)
 	}
 	return nil
 }
 
-// deleteOldScores deletes the scores of the batch's keys that were written
-// before. One range query per run finds them; a fresh batch deletes nothing.
-func deleteOldScores(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) error {
+// deleteOldScores deletes the scores (and score_keys rows) of the batch's
+// keys that were written before. One range query per run finds them; a
+// fresh batch deletes nothing.
+func deleteOldScores(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult, scorers map[string][]evalrun.ScorerInfo) error {
 	type span struct{ lo, hi int }
 	spans := map[string]*span{}
 	inBatch := make(map[resultKey]bool, len(results))
@@ -200,6 +206,9 @@ func deleteOldScores(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemRes
 		}
 	}
 	for _, k := range old {
+		if err := deleteScoreKeys(ctx, tx, k, scorers[k.run]); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM scores WHERE run_id = ? AND idx = ? AND rep = ?`, k.run, k.index, k.rept); err != nil {
 			return err
 		}
@@ -207,26 +216,34 @@ func deleteOldScores(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemRes
 	return nil
 }
 
-// checkRuns fails with ErrNotFound when a result's run does not exist.
-func checkRuns(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) error {
+// checkRuns fails with ErrNotFound when a result's run does not exist; it
+// returns the scorers of each run (for score_keys).
+func checkRuns(ctx context.Context, tx *sql.Tx, results []*evalrun.ItemResult) (map[string][]evalrun.ScorerInfo, error) {
 	last := ""
-	seen := map[string]bool{}
+	seen := map[string][]evalrun.ScorerInfo{}
 	for _, r := range results {
-		if r.RunID == last || seen[r.RunID] {
+		if r.RunID == last {
 			continue
 		}
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, r.RunID).Scan(&one)
+		if _, ok := seen[r.RunID]; ok {
+			continue
+		}
+		var raw []byte
+		err := tx.QueryRowContext(ctx, `SELECT scorers FROM runs WHERE id = ?`, r.RunID).Scan(&raw)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("write results: run %q: %w", r.RunID, evalrun.ErrNotFound)
+			return nil, fmt.Errorf("write results: run %q: %w", r.RunID, evalrun.ErrNotFound)
 		}
 		if err != nil {
-			return fmt.Errorf("write results: %w", err)
+			return nil, fmt.Errorf("write results: %w", err)
+		}
+		var scorers []evalrun.ScorerInfo
+		if err := json.Unmarshal(raw, &scorers); err != nil {
+			return nil, fmt.Errorf("write results: scorers of run %q: %w", r.RunID, err)
 		}
 		last = r.RunID
-		seen[r.RunID] = true
+		seen[r.RunID] = sqlstore.UniqueScorers(scorers)
 	}
-	return nil
+	return seen, nil
 }
 
 // scanBatch is how many results the reading goroutine of ScanResults hands
@@ -245,6 +262,11 @@ const (
 	scanResultColumns = `r.idx, r.rep, r.item_id, r.output, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
 		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
 		r.cache_hit, r.started_at, r.completed_at, i.id, i.input, i.expected, i.metadata`
+	// scanResultColumns for ResultQuery.SkipPayloads: no output, input or
+	// expected output.
+	skipPayloadColumns = `r.idx, r.rep, r.item_id, NULL, NULLIF(r.error, ''), NULLIF(r.error_kind, ''),
+		r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, NULLIF(r.trace_id, ''),
+		r.cache_hit, r.started_at, r.completed_at, i.id, NULL, NULL, i.metadata`
 	// The agent columns, or NULLs in their place for ResultQuery.SkipAgentData.
 	scanAgentColumns = `, r.trajectory, i.tool_mocks, i.expected_trajectory`
 	skipAgentColumns = `, NULL, NULL, NULL`
@@ -276,6 +298,12 @@ func (b *rawBatch) len() int { return len(b.res) / nResultColumns }
 // decoding repeated values) and calls fn: fn runs on the caller's
 // goroutine, and memory stays bounded (scanBatch, scanAhead).
 func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQuery, fn func(*evalrun.ItemResult) error) error {
+	return s.scanResults(ctx, runID, q, nil, fn)
+}
+
+// scanResults is ScanResults, of the results whose index is in indexes
+// (in ascending order) when it is not nil.
+func (s *Store) scanResults(ctx context.Context, runID string, q evalrun.ResultQuery, indexes []int64, fn func(*evalrun.ItemResult) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *rawBatch, scanAhead)
@@ -284,7 +312,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 	ready := make(chan struct{}) // run is set
 	go func() {
 		defer close(batches)
-		errc <- s.readResults(ctx, runID, q, func(r *evalrun.Run) { run = r; close(ready) }, func(b *rawBatch) bool {
+		errc <- s.readResults(ctx, runID, q, indexes, func(r *evalrun.Run) { run = r; close(ready) }, func(b *rawBatch) bool {
 			select {
 			case batches <- b:
 				return true
@@ -353,7 +381,7 @@ func (s *Store) ScanResults(ctx context.Context, runID string, q evalrun.ResultQ
 // readResults reads the rows of ScanResults in one read transaction on one
 // connection, giving the run to gotRun before the first batch and handing
 // the rows to send in batches until send returns false (the scan stopped).
-func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQuery, gotRun func(*evalrun.Run), send func(*rawBatch) bool) (err error) {
+func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQuery, indexes []int64, gotRun func(*evalrun.Run), send func(*rawBatch) bool) (err error) {
 	conn, err := s.reader.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("scan results of run %q: %w", runID, err)
@@ -398,16 +426,41 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 			return out
 		}
 		agent := scanAgentColumns
-		if q.SkipAgentData {
+		if q.SkipAgentData || q.SkipPayloads {
 			agent = skipAgentColumns
 		}
-		rows, err := qc.QueryContext(ctx, `SELECT `+scanResultColumns+agent+`
+		columns := scanResultColumns
+		if q.SkipPayloads {
+			columns = skipPayloadColumns
+		}
+		// Of given indexes: ?7… (the results' and the scores' queries).
+		inIndexes, scoreArgs := "", args(runID, int64(q.FromIndex))
+		resultArgs := args(runID, int64(q.FromIndex), int64(failedOnly), int64(limit), run.Dataset, int64(version))
+		if indexes != nil {
+			var ib strings.Builder
+			for i, idx := range indexes {
+				if i > 0 {
+					ib.WriteString(", ")
+				}
+				fmt.Fprintf(&ib, "?%d", 7+i)
+				resultArgs = append(resultArgs, driver.NamedValue{Ordinal: 7 + i, Value: idx})
+			}
+			scoreArgs = resultArgs // ?3 to ?6 unused, but numbered before ?7
+			inIndexes = ib.String()
+			if len(indexes) == 0 {
+				inIndexes = "NULL"
+			}
+		}
+		resultsWhere, scoresWhere := `r.idx >= ?2`, `s.idx >= ?2`
+		if indexes != nil {
+			resultsWhere, scoresWhere = `r.idx IN (`+inIndexes+`)`, `s.idx IN (`+inIndexes+`) AND ?2 = ?2`
+		}
+		rows, err := qc.QueryContext(ctx, `SELECT `+columns+agent+`
 			FROM results r
 			LEFT JOIN dataset_items i ON i.dataset = ?5 AND i.item_id = r.item_id
 				AND i.valid_from <= ?6 AND (i.valid_to IS NULL OR i.valid_to > ?6)
-			WHERE r.run_id = ?1 AND r.idx >= ?2 AND (?3 = 0 OR r.error != '')
-			ORDER BY r.idx, r.rep LIMIT ?4`,
-			args(runID, int64(q.FromIndex), int64(failedOnly), int64(limit), run.Dataset, int64(version)))
+			WHERE r.run_id = ?1 AND `+resultsWhere+` AND (?3 = 0 OR r.error != '')
+			ORDER BY r.idx, r.rep LIMIT ?4`, resultArgs)
 		if err != nil {
 			return fmt.Errorf("scan results of run %q: %w", runID, err)
 		}
@@ -428,8 +481,7 @@ func (s *Store) readResults(ctx context.Context, runID string, q evalrun.ResultQ
 				ORDER BY r.idx, r.rep, s.pos`, args(runID, int64(q.FromIndex)))
 		} else {
 			scores, err = qc.QueryContext(ctx, `SELECT s.idx, s.rep, `+scanScoreValues+`
-				FROM scores s WHERE s.run_id = ?1 AND s.idx >= ?2 ORDER BY s.idx, s.rep, s.pos`,
-				args(runID, int64(q.FromIndex)))
+				FROM scores s WHERE s.run_id = ?1 AND `+scoresWhere+` ORDER BY s.idx, s.rep, s.pos`, scoreArgs)
 		}
 		if err != nil {
 			return fmt.Errorf("scan scores of run %q: %w", runID, err)

@@ -99,6 +99,11 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ExperimentFieldsRoundTrip", testExperimentFieldsRoundTrip},
 		{"ListRunsExperiment", testListRunsExperiment},
 		{"GetExperiment", testGetExperiment},
+		{"ResultPagesSorts", testResultPagesSorts},
+		{"ResultPagesOrder", testResultPagesOrder},
+		{"ResultPagesSearch", testResultPagesSearch},
+		{"ResultPagesInvalid", testResultPagesInvalid},
+		{"SkipPayloads", testSkipPayloads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

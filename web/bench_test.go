@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"github.com/evalrun/evalrun/internal/resultq"
 	"io"
 	"log/slog"
 	"net/http"
@@ -167,6 +169,8 @@ func BenchmarkRunPage100k(b *testing.B) {
 		}
 		b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(b.N), "ms/req")
 	})
+	// The cursor of result 90,000 in the judge sort: a deep keyset page.
+	deepCursor := base64.RawURLEncoding.EncodeToString(resultq.Cursor{Sort: "score:judge", Num: 0.5, Index: 90000}.Encode())
 	warm := newServer(b)
 	get(b, warm, runPage)
 	for _, bc := range []struct{ name, path string }{
@@ -180,6 +184,11 @@ func BenchmarkRunPage100k(b *testing.B) {
 		{"items-page/sorted-latency", runPage + "/items?sort=-latency"},
 		{"items-page/sorted-page-100", runPage + "/items?sort=score:judge&page=100"},
 		{"item-detail", runPage + "/items/54321"},
+		{"items-page/sorted-score", runPage + "/items?sort=score:judge"},
+		{"items-page/sorted-score-deep-keyset", runPage + "/items?sort=score:judge&from=" + deepCursor},
+		{"items-page/below-threshold", runPage + "/items?scorer=judge"},
+		{"items-page/tag", runPage + "/items?tag=refund"},
+		{"items-page/search-common", runPage + "/items?q=item-0"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			start := time.Now()

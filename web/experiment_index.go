@@ -94,8 +94,9 @@ func (r *expIndexRow) regressed(v, nscorers int) bool {
 	return false
 }
 
-// buildExperimentIndex streams every variant's results once (without
-// their agent data) into an index.
+// buildExperimentIndex streams every variant's results once into an
+// index, without their agent data and payloads (outputs, inputs): it keeps
+// ids, tags and verdicts only.
 func buildExperimentIndex(ctx context.Context, store evalrun.RunStore, exp *evalrun.Experiment) (*experimentIndex, error) {
 	idx := &experimentIndex{}
 	for _, run := range exp.Runs {
@@ -112,7 +113,7 @@ func buildExperimentIndex(ctx context.Context, store evalrun.RunStore, exp *eval
 	}
 	rowOf := map[[2]int]int{}
 	for v, run := range exp.Runs {
-		err := store.ScanResults(ctx, run.ID, evalrun.ResultQuery{SkipAgentData: true}, func(res *evalrun.ItemResult) error {
+		err := store.ScanResults(ctx, run.ID, evalrun.ResultQuery{SkipAgentData: true, SkipPayloads: true}, func(res *evalrun.ItemResult) error {
 			key := [2]int{res.Index, res.Repeat}
 			i, ok := rowOf[key]
 			if !ok {

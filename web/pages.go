@@ -397,14 +397,17 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 	if p.Next != "" {
 		nv := q.Values()
 		nv.Set("from", p.Next)
+		if r.URL.Query().Has("size") { // the next page is as long
+			nv.Set("size", strconv.Itoa(q.Size))
+		}
 		v.NextURL = base + "?" + nv.Encode()
 	}
-	if p.NextPage > 0 {
+	if p.NextPage > 0 && p.Next == "" {
 		nv := q.Values()
 		nv.Set("page", strconv.Itoa(p.NextPage))
 		v.NextURL = base + "?" + nv.Encode()
 	}
-	if q.From > 0 || q.FromRepeat > 0 || q.Page > 1 {
+	if q.From > 0 || q.FromRepeat > 0 || q.Page > 1 || q.After != nil {
 		v.FirstURL = base + "?" + vals.Encode()
 	}
 	sorts := []struct{ label, sort string }{{"input order", ""}, {"slowest", "-latency"}, {"fastest", "latency"}}

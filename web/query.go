@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/resultq"
 )
 
 // ItemQuery selects and orders a page of a run's results: the filters and
@@ -50,6 +52,20 @@ type ItemQuery struct {
 	Page int
 	// Size is the page size (size=N, 1 to 500); 0 means the server's.
 	Size int
+	// After is the keyset cursor of a listing paged by the store
+	// (from=CURSOR, the "next" link): the page starts after that result.
+	After []byte
+}
+
+// maxCursor bounds the length of a from= cursor (an item id is in the
+// cursor of a listing sorted by id).
+const maxCursor = 4096
+
+// isIndexCursor reports whether a from= value is INDEX[.REPEAT] (digits,
+// a dot, a sign: what the input-order cursor was) rather than a keyset
+// cursor, whose base64 never starts with a digit or a sign.
+func isIndexCursor(s string) bool {
+	return s[0] >= '0' && s[0] <= '9' || s[0] == '-' || s[0] == '+' || s[0] == '.'
 }
 
 // ParseItemQuery reads an [ItemQuery] from URL values. It fails (an
@@ -91,7 +107,17 @@ func ParseItemQuery(v url.Values) (ItemQuery, error) {
 	default:
 		return q, badParam("sort", q.Sort, "want latency, -latency, score:SCORER or -score:SCORER")
 	}
-	if s := v.Get("from"); s != "" {
+	if s := v.Get("from"); s != "" && !isIndexCursor(s) {
+		// The keyset cursor of a store-paged listing (the next link).
+		if len(s) > maxCursor {
+			return q, badParam("from", s[:20]+"…", fmt.Sprintf("a cursor is at most %d characters: follow the next link of a listing", maxCursor))
+		}
+		after, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil {
+			return q, badParam("from", s, "want INDEX[.REPEAT] or the cursor of a next link")
+		}
+		q.After = after
+	} else if s != "" {
 		idx, rep, hasRep := strings.Cut(s, ".")
 		if q.From, err = parseBounded("from", idx, 0, maxIndex); err != nil {
 			return q, badParam("from", s, fmt.Sprintf("want INDEX or INDEX.REPEAT, whole numbers from 0 to %d", maxIndex))
@@ -259,6 +285,12 @@ var errPageFull = errors.New("page full")
 // bounded by the page (and, for a sorted page past the first, by a few
 // words per result up to the page's end), never by the run.
 func queryItems(ctx context.Context, store evalrun.RunStore, run *evalrun.Run, q ItemQuery) (*itemPage, error) {
+	if pager, ok := store.(evalrun.ResultPager); ok && q.Page <= 1 {
+		return queryPager(ctx, pager, run, q)
+	}
+	if q.After != nil {
+		return nil, invalidf("from= takes INDEX[.REPEAT] here: this store does not page with cursors")
+	}
 	if q.Sort != "" {
 		return querySorted(ctx, store, run, q)
 	}
@@ -491,4 +523,68 @@ func getResult(ctx context.Context, store evalrun.RunStore, runID string, index,
 		return nil, fmt.Errorf("result %d (repeat %d) of run %s: %w", index, repeat, runID, evalrun.ErrNotFound)
 	}
 	return found, nil
+}
+
+// queryPager returns the page of run's results that q selects, filtered,
+// sorted and paged by the store (keyset cursors in from=): a page costs
+// the same at any depth. A sorted listing counts its matches (Total).
+// page=N (N > 1), the old way to page a sorted listing, goes through
+// querySorted.
+func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run, q ItemQuery) (*itemPage, error) {
+	scorer, byLatency, desc := q.sortKey()
+	rq := evalrun.ResultPageQuery{
+		FailedOnly: q.Failed, ToolErrors: q.ToolErrors, Scorer: q.Scorer, Below: q.Below, Tag: q.Tag,
+		ItemID: q.ID, Search: q.Search, Limit: q.Size, After: q.After,
+		// A search's count would read every output: not counted.
+		Count: q.Sort != "" && q.Search == "",
+	}
+	switch {
+	case q.Sort == "":
+	case byLatency:
+		rq.Sort, rq.Desc = evalrun.SortLatency, desc
+	default:
+		rq.Sort, rq.Desc, rq.SortScorer = evalrun.SortScore, desc, scorer
+	}
+	if rq.After == nil && (q.From > 0 || q.FromRepeat > 0) {
+		// from=INDEX[.REPEAT]: the page starts at that result, so after
+		// the one just before it.
+		c := resultq.Cursor{Index: q.From, Repeat: q.FromRepeat - 1}
+		if q.FromRepeat == 0 {
+			c = resultq.Cursor{Index: q.From - 1, Repeat: math.MaxInt32}
+		}
+		c.Sort = rq.SortName()
+		if q.Sort == "" {
+			rq.After = c.Encode()
+		}
+	}
+	if rq.After != nil {
+		rq.Count = false // counted on the first page
+	}
+	// One more than the page: an input-order listing's next link names
+	// the next result (from=INDEX[.REPEAT], as it always did).
+	rq.Limit = q.Size + 1
+	p, err := pager.QueryResults(ctx, run.ID, rq)
+	if err != nil {
+		return nil, err
+	}
+	page := &itemPage{Results: p.Results, Total: p.Total, Page: 1}
+	if p.Total >= 0 {
+		page.Pages = max((p.Total+q.Size-1)/q.Size, 1)
+	}
+	if len(p.Results) > q.Size {
+		page.Results = p.Results[:q.Size]
+		if q.Sort == "" {
+			r := p.Results[q.Size]
+			page.Next = strconv.Itoa(r.Index)
+			if r.Repeat > 0 {
+				page.Next += "." + strconv.Itoa(r.Repeat)
+			}
+		} else {
+			page.Next = base64.RawURLEncoding.EncodeToString(resultq.Of(rq, page.Results[q.Size-1]).Encode())
+			if q.After == nil {
+				page.NextPage = 2 // next_page, for API clients of page=N
+			}
+		}
+	}
+	return page, nil
 }

@@ -1,0 +1,230 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/resultq"
+)
+
+// PageSQL builds the queries of [evalrun.ResultPager] for SQLite (Postgres
+// false: ? placeholders) or PostgreSQL ($n). Both stores keep the same
+// tables for it (migration 007): score_keys (a row per result and run
+// scorer, a missing score as -Inf, ordered as a score sort reads it) and
+// item_tags (an item row's tags, filled by a trigger).
+type PageSQL struct {
+	Postgres bool
+	args     []any
+}
+
+func (b *PageSQL) arg(v any) string {
+	b.args = append(b.args, v)
+	if b.Postgres {
+		return "$" + strconv.Itoa(len(b.args))
+	}
+	return "?"
+}
+
+// Keys returns the query of the keys of a page: idx, rep and the sort
+// value (a number, a string) of up to limit results of run matching q after
+// the cursor, in q's order; with count, the query counting every matching
+// result instead (of results alone: every result has its score_keys rows,
+// and an unfiltered count reads a narrow index).
+func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery, after *resultq.Cursor, limit int, count bool) (string, []any) {
+	b.args = nil
+	var sb strings.Builder
+	valNum, valStr, idx, rep := "0", "''", "r.idx", "r.rep"
+	switch q.Sort {
+	case evalrun.SortItemID:
+		valStr = "r.item_id"
+	case evalrun.SortLatency:
+		valNum = "r.latency_ns"
+	case evalrun.SortScore:
+		valNum, idx, rep = "k.score", "k.idx", "k.rep"
+	}
+	if count {
+		sb.WriteString("SELECT count(*)")
+	} else {
+		sb.WriteString("SELECT " + idx + ", " + rep + ", " + valNum + ", " + valStr)
+	}
+	filtered := q.FailedOnly || q.ItemID != "" || q.Tag != "" || q.ToolErrors || q.Scorer != "" || q.Search != ""
+	if q.Sort == evalrun.SortScore && !count && !filtered {
+		// score_keys alone: a descending sort orders the ties of a score
+		// by (idx, rep) reading this narrow index, not the results' rows.
+		sb.WriteString(" FROM score_keys k WHERE k.run_id = " + b.arg(run.ID) + " AND k.scorer = " + b.arg(q.SortScorer))
+	} else if q.Sort == evalrun.SortScore && !count {
+		// CROSS JOIN: SQLite reads score_keys first, in the order asked.
+		sb.WriteString(" FROM score_keys k CROSS JOIN results r WHERE k.run_id = " + b.arg(run.ID) +
+			" AND k.scorer = " + b.arg(q.SortScorer) + " AND r.run_id = k.run_id AND r.idx = k.idx AND r.rep = k.rep")
+	} else {
+		sb.WriteString(" FROM results r")
+		if q.FailedOnly && !b.Postgres {
+			// SQLite would walk the primary key (the order asked), reading
+			// ~50 results' rows per failed one at a 2% failure rate.
+			sb.WriteString(" INDEXED BY results_failed")
+		}
+		sb.WriteString(" WHERE r.run_id = " + b.arg(run.ID))
+	}
+	if q.FailedOnly {
+		sb.WriteString(" AND r.error <> ''")
+	}
+	if q.ItemID != "" {
+		sb.WriteString(" AND r.item_id = " + b.arg(q.ItemID))
+	}
+	validItem := func(alias string) string {
+		v := int64(version)
+		return alias + ".dataset = " + b.arg(run.Dataset) + " AND " + alias + ".valid_from <= " + b.arg(v) +
+			" AND (" + alias + ".valid_to IS NULL OR " + alias + ".valid_to > " + b.arg(v) + ")"
+	}
+	if q.Tag != "" {
+		// Not a count: a membership test (+ in SQLite) and not, as SQLite
+		// would plan it, one lookup per tagged item for each row read.
+		col := "r.item_id"
+		if !b.Postgres && !count {
+			col = "+r.item_id"
+		}
+		// CROSS JOIN: SQLite reads the tag's rows first, rather than
+		// every item of the dataset.
+		sb.WriteString(" AND " + col + " IN (SELECT ti.item_id FROM item_tags t CROSS JOIN dataset_items ti WHERE ti.id = t.item_row AND t.tag = " +
+			b.arg(q.Tag) + " AND " + validItem("ti") + ")")
+	}
+	if q.ToolErrors {
+		if b.Postgres {
+			sb.WriteString(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements(convert_from(r.trajectory, 'UTF8')::jsonb -> 'calls') c
+				WHERE COALESCE(c ->> 'error', '') <> '')`)
+		} else {
+			sb.WriteString(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(CAST(r.trajectory AS TEXT), '$.calls') c
+				WHERE COALESCE(json_extract(c.value, '$.error'), '') <> '')`)
+		}
+	}
+	if q.Scorer != "" {
+		sb.WriteString(" AND NOT EXISTS (SELECT 1 FROM scores s WHERE s.run_id = r.run_id AND s.idx = r.idx AND s.rep = r.rep AND s.scorer = " +
+			b.arg(q.Scorer) + " AND s.score IS NOT NULL AND ")
+		if q.Below != nil {
+			sb.WriteString("s.score >= " + b.arg(*q.Below) + ")")
+		} else {
+			threshold := evalrun.DefaultThreshold
+			for _, sc := range run.Scorers {
+				if sc.Name == q.Scorer {
+					threshold = sc.Threshold
+					break
+				}
+			}
+			sb.WriteString("s.score >= " + b.arg(threshold) + " AND s.passed)")
+		}
+	}
+	if q.Search != "" {
+		needles := evalrun.SearchNeedles(q.Search)
+		var contains func(text string) string
+		if b.Postgres {
+			contains = func(text string) string {
+				var parts []string
+				for _, n := range needles {
+					parts = append(parts, "strpos(lower("+text+"), "+b.arg(n)+") > 0")
+				}
+				return "(" + strings.Join(parts, " OR ") + ")"
+			}
+		} else if isASCII(needles) {
+			// SQLite's lower() folds ASCII only, which is all an ASCII
+			// needle can match: the built-in functions, without a call
+			// into Go per row.
+			contains = func(text string) string {
+				var parts []string
+				for _, n := range needles {
+					parts = append(parts, "instr(lower("+text+"), "+b.arg(n)+") > 0")
+				}
+				return "(" + strings.Join(parts, " OR ") + ")"
+			}
+		} else {
+			joined, _ := json.Marshal(needles) // strings: cannot fail
+			contains = func(text string) string { return "evalrun_search(" + text + ", " + b.arg(string(joined)) + ")" }
+		}
+		text := func(col string) string {
+			if b.Postgres {
+				// convert_from's text is of collation "C", whose lower()
+				// folds ASCII only: the database's folds the rest.
+				return "(convert_from(" + col + ", 'UTF8') COLLATE \"default\")"
+			}
+			return col
+		}
+		sb.WriteString(" AND (" + contains("r.item_id") + " OR " + contains(text("r.output")) +
+			" OR EXISTS (SELECT 1 FROM dataset_items si WHERE si.item_id = r.item_id AND " + validItem("si") + " AND " + contains(text("si.input")) + "))")
+	}
+	if count {
+		return sb.String(), b.args
+	}
+	if after != nil {
+		var v any
+		var val string
+		switch q.Sort {
+		case evalrun.SortItemID:
+			v, val = after.Str, valStr
+		case evalrun.SortLatency:
+			v, val = int64(after.Num), valNum
+		case evalrun.SortScore:
+			v, val = after.Num, valNum
+		}
+		switch {
+		case q.Sort == evalrun.SortIndex:
+			sb.WriteString(" AND (" + idx + ", " + rep + ") > (" + b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
+		case !q.Desc:
+			// The first term is a plain range of the sort's index.
+			sb.WriteString(" AND " + val + " >= " + b.arg(v) + " AND (" + val + ", " + idx + ", " + rep + ") > (" + b.arg(v) + ", " +
+				b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
+		default:
+			sb.WriteString(" AND " + val + " <= " + b.arg(v) + " AND (" + val + " < " + b.arg(v) + " OR (" + idx + ", " + rep + ") > (" +
+				b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + "))")
+		}
+	}
+	sb.WriteString(" ORDER BY ")
+	switch q.Sort {
+	case evalrun.SortItemID:
+		sb.WriteString(valStr)
+	case evalrun.SortLatency, evalrun.SortScore:
+		sb.WriteString(valNum)
+	}
+	if q.Sort != evalrun.SortIndex {
+		if q.Desc {
+			sb.WriteString(" DESC")
+		}
+		sb.WriteString(", ")
+	}
+	sb.WriteString(idx + ", " + rep + " LIMIT " + b.arg(int64(limit)))
+	return sb.String(), b.args
+}
+
+// ScoreKeys returns the sort values of r's scores by scorers (a row of
+// score_keys each): the first score by that scorer, -Inf when missing.
+func ScoreKeys(r *evalrun.ItemResult, scorers []evalrun.ScorerInfo) []float64 {
+	out := make([]float64, len(scorers))
+	for i, sc := range scorers {
+		out[i] = evalrun.SortScoreOf(r, sc.Name)
+	}
+	return out
+}
+
+// UniqueScorers returns scorers without the repeats of a name (the first
+// stays): score_keys has one row per result and scorer name.
+func UniqueScorers(scorers []evalrun.ScorerInfo) []evalrun.ScorerInfo {
+	out := scorers[:0:0]
+	for _, sc := range scorers {
+		if !slices.ContainsFunc(out, func(o evalrun.ScorerInfo) bool { return o.Name == sc.Name }) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+func isASCII(ss []string) bool {
+	for _, s := range ss {
+		for i := range len(s) {
+			if s[i] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return true
+}
