@@ -179,6 +179,7 @@ func (b *testBuilder) Items(ctx context.Context, run *evalrun.Run) (ItemIndex, e
 	}
 	return idx, nil
 }
+
 // exactScorer scores 1 when the output equals the expected output; it
 // fails on items whose id starts with "scorerr".
 type exactScorer struct{}
