@@ -142,7 +142,18 @@ func TestIndexedItemsConcurrentCallsShareOneLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	entered, release := make(chan struct{}), make(chan struct{})
+	var loads sync.Mutex
+	started := 0
 	store.setHook(func() error {
+		loads.Lock()
+		started++
+		n := started
+		loads.Unlock()
+		if n > 1 {
+			// A second load of the page: fail it at once, so that the
+			// test fails rather than waits.
+			return errors.New("the page was loaded twice")
+		}
 		entered <- struct{}{}
 		<-release
 		return nil
@@ -170,8 +181,13 @@ func TestIndexedItemsConcurrentCallsShareOneLoad(t *testing.T) {
 		}()
 	}
 	for range others {
-		if p := <-joined; p != 2 {
-			t.Fatalf("a call joined the load of page %d, want 2", p)
+		select {
+		case p := <-joined:
+			if p != 2 {
+				t.Fatalf("a call joined the load of page %d, want 2", p)
+			}
+		case r := <-results:
+			t.Fatalf("Item(%d) = %v, %v before the load under way ended: it did not wait for that load", r.i, r.it, r.err)
 		}
 	}
 	cancelFirst()
