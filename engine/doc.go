@@ -8,7 +8,8 @@
 // [Run] is the entry point for a whole run. Its items are a slice
 // (Spec.Items) or an [ItemSource] that streams them (Spec.Source;
 // [DatasetSource] reads a stored dataset version page by page), read as
-// workers take them. [Pipeline] is the per-item part
+// workers take them; [IndexedItems] serves the same sequence by index with
+// a bounded page cache, for distributed workers. [Pipeline] is the per-item part
 // (execute with deadline and retries, then score), which the distributed
 // worker calls for one item at a time.
 //

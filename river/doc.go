@@ -9,7 +9,8 @@
 // ([Coordinator.Wait]), finalizes the run record with the same rules as a
 // local run, and cancels runs ([Coordinator.Cancel]). A [Worker] runs a River
 // client: for each job it loads the run record, rebuilds the run's target
-// and scorers once per run through a [Builder], loads the item, calls
+// and scorers once per run through a [Builder], takes the job's item from
+// the run's [ItemIndex] (a bounded page cache, not the dataset), calls
 // [engine.Pipeline.Process] (deadline, transient-only retries with back-off,
 // parallel scorers) and writes the result, keyed by (run, index, repeat) so
 // that a job executed twice never duplicates it. The results of jobs

@@ -136,6 +136,14 @@ type testBuilder struct {
 	// failBuilds makes the first n Build calls fail (infrastructure).
 	failBuilds atomic.Int64
 	builds     atomic.Int64
+	// sel and pages configure the items' reader; wrap, when set, wraps
+	// it.
+	sel   engine.Selection
+	pages engine.IndexedOptions
+	wrap  func(*engine.IndexedItems) ItemIndex
+
+	mu      sync.Mutex
+	indexes []*engine.IndexedItems // every reader Items built
 }
 
 func (b *testBuilder) Build(_ context.Context, run *evalrun.Run) (evalrun.Target, []evalrun.Scorer, engine.Options, error) {
@@ -156,13 +164,20 @@ func (b *testBuilder) Build(_ context.Context, run *evalrun.Run) (evalrun.Target
 	}, nil
 }
 
-func (b *testBuilder) Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.Item, error) {
-	var items []*evalrun.Item
-	err := b.store.ScanItems(ctx, run.Dataset, run.DatasetVersion, func(it *evalrun.Item) error {
-		items = append(items, it)
-		return nil
-	})
-	return items, err
+// Items reads the run's dataset version as a worker does, page by page
+// (engine.NewIndexedItems with the builder's selection and page options);
+func (b *testBuilder) Items(ctx context.Context, run *evalrun.Run) (ItemIndex, error) {
+	idx, err := engine.NewIndexedItems(ctx, b.store, run.Dataset, run.DatasetVersion, b.sel, b.pages)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.indexes = append(b.indexes, idx)
+	b.mu.Unlock()
+	if b.wrap != nil {
+		return b.wrap(idx), nil
+	}
+	return idx, nil
 }
 
 // exactScorer scores 1 when the output equals the expected output; it

@@ -15,7 +15,7 @@ type runState struct {
 	target   evalrun.Target
 	scorers  []evalrun.Scorer
 	pipeline *engine.Pipeline
-	items    []*evalrun.Item
+	items    ItemIndex // bounded: pages of the run's items, not all of them
 	repeat   int
 	strict   bool
 

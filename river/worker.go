@@ -47,12 +47,25 @@ type Builder interface {
 	// Concurrency and the writer's options are ignored: the worker's
 	// concurrency applies.
 	Build(ctx context.Context, run *evalrun.Run) (evalrun.Target, []evalrun.Scorer, engine.Options, error)
-	// Items returns the run's items in run order: a job's index is a
-	// position in this list. It must return the same list to every worker,
-	// e.g. the pinned dataset version with the selection recorded in
-	// run.Config.
-	Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.Item, error)
+	// Items returns the run's items in run order, by index: a job's index
+	// is a position in this sequence. It must be the same sequence for
+	// every worker, e.g. the pinned dataset version with the selection
+	// recorded in run.Config ([engine.NewIndexedItems] reads it holding a
+	// bounded number of items).
+	Items(ctx context.Context, run *evalrun.Run) (ItemIndex, error)
 }
+
+// ItemIndex is a run's item sequence by index, as a worker needs it: one
+// item per job. [engine.IndexedItems] implements it.
+type ItemIndex interface {
+	// Len is the number of items; indexes run from 0 to Len-1.
+	Len() int
+	// Item returns the item of index i; an error fails the job, which
+	// River retries.
+	Item(ctx context.Context, i int) (*evalrun.Item, error)
+}
+
+var _ ItemIndex = (*engine.IndexedItems)(nil)
 
 // WorkerOptions configure a [Worker]. The zero value is valid.
 type WorkerOptions struct {
@@ -443,9 +456,9 @@ func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 		return err
 	}
 	defer w.runs.release(st)
-	if a.Index < 0 || a.Index >= len(st.items) || a.Repeat < 0 || a.Repeat >= st.repeat {
+	if a.Index < 0 || a.Index >= st.items.Len() || a.Repeat < 0 || a.Repeat >= st.repeat {
 		return river.JobCancel(fmt.Errorf("job %d: item %d repeat %d is outside run %s (%d items × %d)",
-			job.ID, a.Index, a.Repeat, a.RunID, len(st.items), st.repeat))
+			job.ID, a.Index, a.Repeat, a.RunID, st.items.Len(), st.repeat))
 	}
 	if job.Attempt > 1 {
 		// A retried or rescued job may have written its result already.
@@ -457,7 +470,14 @@ func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 			return nil
 		}
 	}
-	res := st.pipeline.Process(ctx, a.RunID, st.items[a.Index], a.Index, a.Repeat)
+	item, err := st.items.Item(ctx, a.Index)
+	if err != nil {
+		// The store failed (or the dataset went away): like a run that
+		// could not be loaded, River retries the job.
+		w.opts.Logger.Error("item not loaded", "run", a.RunID, "index", a.Index, "err", err)
+		return fmt.Errorf("item %d of run %s: %w", a.Index, a.RunID, err)
+	}
+	res := st.pipeline.Process(ctx, a.RunID, item, a.Index, a.Repeat)
 	if res.ErrorKind == evalrun.ErrorCanceled {
 		// Remote cancel (River records the job cancelled) or stop (River
 		// retries it): nothing is stored.

@@ -132,13 +132,23 @@ func (b *suiteBuilder) Build(_ context.Context, run *evalrun.Run) (evalrun.Targe
 }
 
 // Items implements river.Builder: the pinned version with the run's stored
-// selection, as the coordinator selected them.
-func (b *suiteBuilder) Items(ctx context.Context, run *evalrun.Run) ([]*evalrun.Item, error) {
+// selection, as the coordinator selected them, read a page at a time so
+// that a worker holds a bounded number of a run's items (see
+// engine.IndexedItems), not the dataset.
+func (b *suiteBuilder) Items(ctx context.Context, run *evalrun.Run) (river.ItemIndex, error) {
 	sel, err := suite.SelectionOf(run.Config)
 	if err != nil {
 		return nil, err
 	}
-	return selectItems(ctx, b.store, run.Dataset, run.DatasetVersion, sel)
+	idx, err := engine.NewIndexedItems(ctx, b.store, run.Dataset, run.DatasetVersion,
+		engine.Selection{Tags: sel.Tags, Limit: sel.Limit}, engine.IndexedOptions{})
+	if err != nil {
+		return nil, datasetNotFound(err, run.Dataset, run.DatasetVersion)
+	}
+	if idx.Len() == 0 {
+		return nil, emptySelection(run.Dataset, run.DatasetVersion, sel, idx.Scanned())
+	}
+	return idx, nil
 }
 
 // suiteTarget is a suite's target whose Close releases the whole suite.

@@ -197,19 +197,30 @@ func (st *State) importDataset(cmd *cobra.Command, store evalrun.Store, s *suite
 func selectSource(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) (*engine.DatasetSource, error) {
 	src, err := engine.NewDatasetSource(ctx, store, name, version, engine.Selection{Tags: sel.Tags, Limit: sel.Limit})
 	if err != nil {
-		return nil, notFound(err, fmt.Sprintf("dataset %s version %d", name, version), "evalrun dataset versions "+name+" lists its versions")
+		return nil, datasetNotFound(err, name, version)
 	}
 	if src.Len() == 0 {
-		if len(sel.Tags) > 0 {
-			return nil, invalidf("no item of dataset %s v%d (%d items) has a tag among %s", name, version, src.Scanned(), strings.Join(sel.Tags, ", "))
-		}
-		return nil, invalidf("dataset %s v%d has no items", name, version)
+		return nil, emptySelection(name, version, sel, src.Scanned())
 	}
 	return src, nil
 }
 
+// datasetNotFound says what to do when a dataset version is not found.
+func datasetNotFound(err error, name string, version int) error {
+	return notFound(err, fmt.Sprintf("dataset %s version %d", name, version), "evalrun dataset versions "+name+" lists its versions")
+}
+
+// emptySelection is the error of a selection keeping no item of the
+// scanned items of a dataset version.
+func emptySelection(name string, version int, sel suite.Selection, scanned int) error {
+	if len(sel.Tags) > 0 {
+		return invalidf("no item of dataset %s v%d (%d items) has a tag among %s", name, version, scanned, strings.Join(sel.Tags, ", "))
+	}
+	return invalidf("dataset %s v%d has no items", name, version)
+}
+
 // selectItems is selectSource's items held in memory, for what needs them
-// all at once (a dry run's estimates, a worker's run).
+// all at once (a dry run's estimates).
 func selectItems(ctx context.Context, store evalrun.DatasetStore, name string, version int, sel suite.Selection) ([]*evalrun.Item, error) {
 	src, err := selectSource(ctx, store, name, version, sel)
 	if err != nil {

@@ -291,14 +291,23 @@ func TestSuiteBuilder(t *testing.T) {
 	}
 	rb := &suiteBuilder{st: &State{}, store: st}
 	items, err := rb.Items(context.Background(), run)
-	if err != nil || len(items) != 2 || items[0].ID != "a" || items[1].ID != "b" {
+	if err != nil || items.Len() != 2 {
 		t.Fatalf("Items: %v %v", items, err)
+	}
+	for i, want := range []string{"a", "b"} {
+		if it, err := items.Item(context.Background(), i); err != nil || it.ID != want {
+			t.Fatalf("Item(%d) = %v, %v; want %s", i, it, err, want)
+		}
 	}
 	target, scorers, opts, err := rb.Build(context.Background(), run)
 	if err != nil || target == nil || len(scorers) != 1 || scorers[0].Name() != "exact_match" || opts.Concurrency != 1 {
 		t.Fatalf("Build: %v %v %+v %v", target, scorers, opts, err)
 	}
-	out, err := target.Execute(context.Background(), items[0])
+	first, err := items.Item(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := target.Execute(context.Background(), first)
 	if err != nil || string(out.Value) != `"x"` {
 		t.Errorf("rebuilt target: %s %v", out.Value, err)
 	}

@@ -234,7 +234,11 @@ scorers: [exact_match]
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = target.Execute(context.Background(), items[0])
+	first, err := items.Item(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.Execute(context.Background(), first)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), workerSecret) {
 		t.Errorf("the worker's target error: %v", err)
 	}
