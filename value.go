@@ -3,6 +3,9 @@ package evalrun
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Text returns the form of a JSON value that people compare: the text of a
@@ -15,6 +18,9 @@ func Text(v json.RawMessage) string {
 		return ""
 	}
 	if v[0] == '"' {
+		if s, ok := unquoteCommon(v); ok {
+			return s
+		}
 		var s string
 		if err := json.Unmarshal(v, &s); err == nil {
 			return s
@@ -26,6 +32,109 @@ func Text(v json.RawMessage) string {
 		return string(v)
 	}
 	return buf.String()
+}
+
+// unquoteCommon decodes the JSON string v (quotes included) as
+// json.Unmarshal does, for the strings outputs almost always are: valid
+// UTF-8 with the usual escapes. It reports false for anything else (no
+// closing quote, a control character, invalid UTF-8, a bad or lone
+// surrogate escape, trailing bytes), which Text leaves to json.Unmarshal.
+// Scorers call Text on every output: json.Unmarshal validates the whole
+// value with its scanner first, which was ~15 % of the CPU of a run with
+// 10 KB outputs and a contains scorer (docs/benchmarks.md, "Scale: memory").
+func unquoteCommon(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	var b strings.Builder
+	plain := 0 // in[:plain] is copied to b (or, without escapes, is the text)
+	for i := 0; i < len(in); {
+		c := in[i]
+		switch {
+		case c == '"' || c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", false
+			}
+			i += size
+			continue
+		case c != '\\':
+			i++
+			continue
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(in))
+		}
+		b.Write(in[plain:i])
+		if i+1 >= len(in) {
+			return "", false
+		}
+		switch e := in[i+1]; e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(in[i+2:])
+			if !ok {
+				return "", false
+			}
+			if utf16.IsSurrogate(r) {
+				r2, ok := hex4(in[min(i+8, len(in)):])
+				if !ok || in[i+6] != '\\' || in[i+7] != 'u' {
+					return "", false
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					return "", false
+				}
+				i += 6
+			}
+			b.WriteRune(r)
+			i += 4
+		default:
+			return "", false
+		}
+		i += 2
+		plain = i
+	}
+	if b.Cap() == 0 {
+		return string(in), true
+	}
+	b.Write(in[plain:])
+	return b.String(), true
+}
+
+// hex4 decodes the 4 hex digits that start b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // Canonical returns v in canonical JSON: object keys sorted, no

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -241,10 +243,14 @@ func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	if resp.ContentLength > t.max {
 		return evalrun.Output{}, malformed(resp.StatusCode, fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, t.max))
 	}
-	raw, err := ReadLimited(resp.Body, t.max)
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer putBodyBuf(buf)
+	raw, err := readLimitedInto(buf, resp.Body, t.max)
 	if err != nil {
 		return evalrun.Output{}, ClassifyTransport(err)
 	}
+	// raw is the pooled buffer's: pick and trajectoryOf copy what they
+	// keep.
 	v, err := t.pick(raw, resp.Header.Get("Content-Type"))
 	if err != nil {
 		return evalrun.Output{}, malformed(resp.StatusCode, err)
@@ -258,7 +264,43 @@ func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	return out, nil
 }
 
-// pick extracts the output from a 2xx body.
+// bodyBufs holds the buffers 2xx bodies are read into. A body is garbage
+// once its output is picked (a copy); reading it into a fresh slice, grown
+// by doubling, made ~2× its size of garbage per request, which at large
+// outputs was a third of a --no-retain run's allocation (and so of its
+// collections and peak RSS; docs/benchmarks.md, "Scale: memory").
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer kept for reuse: a rare huge body
+// should not stay allocated for the rest of the run.
+const maxPooledBody = 1 << 20
+
+func putBodyBuf(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBody {
+		return
+	}
+	buf.Reset()
+	bodyBufs.Put(buf)
+}
+
+// readLimitedInto is [ReadLimited] into buf (reset first); the returned
+// slice is buf's and valid until buf is reused.
+func readLimitedInto(buf *bytes.Buffer, r io.Reader, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxResponseBytes
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	if int64(buf.Len()) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, max)
+	}
+	return buf.Bytes(), nil
+}
+
+// pick extracts the output from a 2xx body. The output it returns never
+// shares raw's memory (raw may be a pooled buffer).
 func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 	if err := CheckUTF8(raw); err != nil {
 		return nil, err
@@ -269,7 +311,7 @@ func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 	}
 	if t.path == "" {
 		if json.Valid(raw) {
-			return raw, nil
+			return bytes.Clone(raw), nil
 		}
 		if mt, _, _ := mime.ParseMediaType(contentType); mt == "text/plain" {
 			return evalrun.String(string(raw)), nil
@@ -279,7 +321,11 @@ func (t *HTTP) pick(raw []byte, contentType string) (json.RawMessage, error) {
 	if !json.Valid(raw) { // not gjson.ValidBytes: see trajectoryOf
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformedResponse)
 	}
-	res := gjson.GetBytes(raw, t.path)
+	// gjson.Get on a view of raw, not GetBytes: GetBytes copies the value
+	// (and its unescaped text) to strings, which the conversion below
+	// would copy again. res.Raw aliases raw only until that conversion,
+	// which copies; raw is not modified meanwhile.
+	res := gjson.Get(unsafe.String(unsafe.SliceData(raw), len(raw)), t.path)
 	if !res.Exists() {
 		return nil, fmt.Errorf("%w: output path %q not found", ErrMalformedResponse, t.path)
 	}

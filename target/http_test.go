@@ -328,3 +328,28 @@ func TestHTTPConfigValidate(t *testing.T) {
 		t.Errorf("valid config rejected: %v", err)
 	}
 }
+
+// Bodies are read into pooled buffers: an output must stay what its own
+// response said after later responses reuse the buffer, with an output
+// path and without.
+func TestHTTPOutputsDoNotShareTheBodyBuffer(t *testing.T) {
+	for _, path := range []string{"output", ""} {
+		srv := newSequenceServer(t,
+			reply(200, `{"output": "`+strings.Repeat("a", 3000)+`\n"}`),
+			reply(200, `{"output": "`+strings.Repeat("b", 3000)+`\n"}`))
+		h := newHTTPTarget(t, HTTPConfig{URL: srv.URL, Output: path})
+		first, err := h.Execute(context.Background(), testItem)
+		if err != nil {
+			t.Fatalf("path %q: Execute: %v", path, err)
+		}
+		want := string(first.Value)
+		for range 3 {
+			if _, err := h.Execute(context.Background(), testItem); err != nil {
+				t.Fatalf("path %q: Execute: %v", path, err)
+			}
+		}
+		if got := string(first.Value); got != want || !strings.Contains(got, "aaaa") {
+			t.Errorf("path %q: first output changed after later requests: %.40q…, was %.40q…", path, got, want)
+		}
+	}
+}

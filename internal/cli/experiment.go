@@ -321,6 +321,9 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 		if opts.DiscardResults && i == 0 {
 			restoreLimit = setMemoryLimit(noRetainMemoryLimit())
 		}
+		if opts.DiscardResults {
+			opts.WriterBufferBytes = noRetainWriterBytes
+		}
 		opts.Concurrency = max(fitConcurrency(st.Stderr, opts.Concurrency*len(x.variants), v.record.Target.Kind)/len(x.variants), 1)
 		n := v.items.Len() * max(opts.Repeat, 1)
 		total += n

@@ -16,20 +16,22 @@ import (
 // few bytes per result (see reportMemoryLimit).
 // But every result passes through several short-lived copies (the
 // response body, the decoded output, its JSON, the scorer's text, the
-// store's argument copy, the report's scan reading it back): ~60 KB of
-// garbage per 10 KB output. With GOGC's default the heap may grow to twice
+// store's argument copy, the report's scan reading it back): garbage of a
+// few times each output's size. With GOGC's default the heap may grow to twice
 // the live heap between collections, and on a busy machine the collector
 // falls behind the allocation. A soft limit makes the collector run before
 // the garbage piles up, for some CPU (see docs/benchmarks.md, "Scale:
 // memory").
 const (
 	// memLimitFloor is the least limit: the live heap of a run (items in
-	// flight, the writer's queue) plus ~20 MB of garbage between
-	// collections. Measured on W3 (medians of 3, docs/benchmarks.md,
-	// when the CLI still held the items): no limit 120 MB of RSS and
-	// 33 s of CPU; 48 MiB 99.7 MB, 34 s; 44 MiB 94 MB, 39 s; 40 MiB
-	// 89 MB, 42 s.
-	memLimitFloor = 44 << 20
+	// flight, the writer's queue of at most noRetainWriterBytes) plus
+	// garbage between collections. Measured on W3 at 100,000 items
+	// (docs/benchmarks.md, "Scale: memory"): with the writer's 8 MB and
+	// 44 MiB, 71–72 MB of RSS; with 2 MiB and 24 MiB, 57 MB, for less CPU
+	// than before once the http target and Text stopped making most of
+	// the garbage (a 32 MiB limit no longer bound: the heap stayed under
+	// it, 62 MB of RSS).
+	memLimitFloor = 24 << 20
 	// reportLimitFloor is the least limit while the report of a
 	// --no-retain run is built from storage: the store's scan and the
 	// report's fixed parts (~10 MB) plus room for garbage. Measured on M1
@@ -39,6 +41,14 @@ const (
 	// for the same CPU (medians of 3).
 	reportLimitFloor = 16 << 20
 )
+
+// noRetainWriterBytes bounds the bytes of results a --no-retain run's
+// writer queues (engine.Options.WriterBufferBytes) instead of the engine's
+// 8 MB: that queue is most of such a run's live heap, and the soft limit
+// (memLimitFloor) must leave it room. 2 MiB is ~200 results of 10 KB, a
+// full batch for the store; results of 200 bytes are bounded by the
+// queue's count (engine.DefaultWriterBuffer) before this.
+const noRetainWriterBytes = 2 << 20
 
 // noRetainMemoryLimit is the soft memory limit of a --no-retain run while
 // it executes: the live heap does not grow with the dataset.

@@ -222,6 +222,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 	if opts.DiscardResults {
 		restoreLimit()
 		restoreLimit = setMemoryLimit(noRetainMemoryLimit())
+		opts.WriterBufferBytes = noRetainWriterBytes
 	}
 	opts.Concurrency = fitConcurrency(st.Stderr, opts.Concurrency, rec.Target.Kind)
 	prog := st.newProgress(p.items.Len()*max(opts.Repeat, 1), f.quiet)
