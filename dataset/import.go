@@ -86,19 +86,25 @@ func duplicateLines(f *os.File, path string, format Format, dup *DuplicateIDErro
 	var first, n int
 	found := errors.New("found")
 	var line int
+	derived := false
 	err := scan(f, path, format, func(rec record) error {
 		n++
 		switch n {
 		case dup.First:
-			first = rec.line
+			first, derived = rec.line, !rec.givenID
 		case dup.Second:
-			line = rec.line
+			line, derived = rec.line, derived || !rec.givenID
 			return found
 		}
 		return nil
 	})
 	if !errors.Is(err, found) {
 		return errorf(path, 0, "%v", dup) // the file changed since
+	}
+	if derived {
+		// The first pass planned derived ids that collide with nothing:
+		// one that does was planned on another content.
+		return errorf(path, 0, "changed while being imported (its items %d and %d got the same id %q): import it again", dup.First, dup.Second, dup.ID)
 	}
 	return errorf(path, line, "duplicate id %q (first on line %d)", dup.ID, first)
 }

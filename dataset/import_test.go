@@ -1,9 +1,12 @@
 package dataset_test
 
 import (
+	"context"
 	"errors"
+	"iter"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/evalrun/evalrun"
@@ -64,5 +67,44 @@ func TestImportStreamsLikeRead(t *testing.T) {
 				t.Fatalf("%s: item %d = %q %s, Read gives %q %s", f.name, j, got[j].ID, got[j].Input, want[j].ID, want[j].Input)
 			}
 		}
+	}
+}
+
+// rewritingStore rewrites the file being imported when the import's
+// second pass starts: the file changed between the passes.
+type rewritingStore struct {
+	evalrun.Store
+	path, content string
+}
+
+func (r *rewritingStore) ImportItems(ctx context.Context, name string, items iter.Seq2[*evalrun.Item, error]) (evalrun.DatasetVersion, bool, error) {
+	if err := os.WriteFile(r.path, []byte(r.content), 0o644); err != nil {
+		return evalrun.DatasetVersion{}, false, err
+	}
+	return r.Store.ImportItems(ctx, name, items)
+}
+
+// A file changed between the passes so that two items without an id
+// derive the same id (the first pass planned no repeat) is reported as
+// changed, not as a "duplicate id" the user never wrote; nothing is
+// stored.
+func TestImportFileChangedIntoRepeats(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(t.Context(), filepath.Join(dir, "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	path := filepath.Join(dir, "f.jsonl")
+	if err := os.WriteFile(path, []byte("{\"input\":1}\n{\"input\":2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := &rewritingStore{Store: s, path: path, content: "{\"input\":1}\n{\"input\":1}\n"}
+	_, _, err = dataset.Import(t.Context(), store, "d", path)
+	if err == nil || !strings.Contains(err.Error(), "changed while being imported") || strings.Contains(err.Error(), "duplicate id") {
+		t.Errorf("import of a file changed into repeats: %v, want it reported as changed while being imported", err)
+	}
+	if _, err := s.ListDatasetVersions(t.Context(), "d"); !errors.Is(err, evalrun.ErrNotFound) {
+		t.Errorf("after the refused import: %v, want no dataset", err)
 	}
 }

@@ -799,9 +799,23 @@ func floatTotal(sum float64, reported int) FloatTotal {
 func tagsOf(it *evalrun.Item) []string {
 	raw := it.Tags()
 	out := make([]string, 0, len(raw))
+	// Beyond a few tags, a set rather than a look-up in out: an item may
+	// carry many tags, which the look-up made cost their number squared
+	// per result.
+	var seen map[string]bool
+	if len(raw) > 16 {
+		seen = make(map[string]bool, len(raw))
+	}
 	for _, t := range raw {
 		t = strings.TrimSpace(t)
-		if t != "" && !slices.Contains(out, t) {
+		switch {
+		case t == "":
+		case seen != nil:
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		case !slices.Contains(out, t):
 			out = append(out, t)
 		}
 	}

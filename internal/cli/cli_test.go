@@ -244,3 +244,21 @@ func TestOutputGone(t *testing.T) {
 		}
 	}
 }
+
+// Exporting a dataset that does not exist says so, not that its "version
+// 0" is missing; a missing version of an existing dataset names it.
+func TestDatasetExportNotFound(t *testing.T) {
+	b := setup(t)
+	code, _, errs := b.run("dataset", "export", "nope")
+	if code != 2 || !strings.Contains(errs, "dataset nope not found (evalrun dataset list shows the datasets)") || strings.Contains(errs, "version 0") {
+		t.Errorf("export of a missing dataset: exit %d, %q", code, errs)
+	}
+	b.write("d.jsonl", data3)
+	if code, _, errs := b.run("dataset", "import", "d", filepath.Join(b.dir, "d.jsonl")); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	code, _, errs = b.run("dataset", "export", "d", "--version", "7")
+	if code != 2 || !strings.Contains(errs, "dataset d version 7 not found (evalrun dataset versions d lists them)") {
+		t.Errorf("export of a missing version: exit %d, %q", code, errs)
+	}
+}

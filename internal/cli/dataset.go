@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -212,6 +213,10 @@ func newDatasetExportCmd(st *State) *cobra.Command {
 					enc.SetEscapeHTML(false)
 					err := store.ScanItems(ctx, a[0], version, func(it *evalrun.Item) error { return enc.Encode(it) })
 					if err != nil {
+						// Version 0 is the latest: only a missing dataset has none.
+						if _, lerr := store.ListDatasetVersions(ctx, a[0]); version == 0 || errors.Is(lerr, evalrun.ErrNotFound) {
+							return notFound(err, "dataset "+a[0], "evalrun dataset list shows the datasets")
+						}
 						return notFound(err, fmt.Sprintf("dataset %s version %d", a[0], version), "evalrun dataset versions "+a[0]+" lists them")
 					}
 					return bw.Flush()
