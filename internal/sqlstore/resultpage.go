@@ -17,7 +17,10 @@ import (
 // item_tags (an item row's tags, filled by a trigger).
 type PageSQL struct {
 	Postgres bool
-	args     []any
+	// UpTo, when set, ends the listing of Keys at that cursor (included):
+	// the window of a budgeted search.
+	UpTo *resultq.Cursor
+	args []any
 }
 
 func (b *PageSQL) arg(v any) string {
@@ -156,17 +159,32 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 	if count {
 		return sb.String(), b.args
 	}
-	if after != nil {
-		var v any
-		var val string
+	cursorValue := func(c *resultq.Cursor) (v any, val string) {
 		switch q.Sort {
 		case evalrun.SortItemID:
-			v, val = after.Str, valStr
+			return c.Str, valStr
 		case evalrun.SortLatency:
-			v, val = int64(after.Num), valNum
-		case evalrun.SortScore:
-			v, val = after.Num, valNum
+			return int64(c.Num), valNum
 		}
+		return c.Num, valNum
+	}
+	if upTo := b.UpTo; upTo != nil {
+		// The end of a search's budget window (inclusive), written as the
+		// cursor condition below is: a range of the sort's index first.
+		v, val := cursorValue(upTo)
+		switch {
+		case q.Sort == evalrun.SortIndex:
+			sb.WriteString(" AND (" + idx + ", " + rep + ") <= (" + b.arg(int64(upTo.Index)) + ", " + b.arg(int64(upTo.Repeat)) + ")")
+		case !q.Desc:
+			sb.WriteString(" AND " + val + " <= " + b.arg(v) + " AND (" + val + ", " + idx + ", " + rep + ") <= (" + b.arg(v) + ", " +
+				b.arg(int64(upTo.Index)) + ", " + b.arg(int64(upTo.Repeat)) + ")")
+		default:
+			sb.WriteString(" AND " + val + " >= " + b.arg(v) + " AND (" + val + " > " + b.arg(v) + " OR (" + idx + ", " + rep + ") <= (" +
+				b.arg(int64(upTo.Index)) + ", " + b.arg(int64(upTo.Repeat)) + "))")
+		}
+	}
+	if after != nil {
+		v, val := cursorValue(after)
 		switch {
 		case q.Sort == evalrun.SortIndex:
 			sb.WriteString(" AND (" + idx + ", " + rep + ") > (" + b.arg(int64(after.Index)) + ", " + b.arg(int64(after.Repeat)) + ")")
@@ -194,6 +212,62 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 	}
 	sb.WriteString(idx + ", " + rep + " LIMIT " + b.arg(int64(limit)))
 	return sb.String(), b.args
+}
+
+// PageKeys returns the keys of the page q selects after the cursor, with
+// the page's Next cursor and Scanned count, running the queries of b
+// through read (which scans rows of idx, rep, number, string). A search
+// with a budget reads the keys of its window first (the results the other
+// filters keep, at most the budget, without reading outputs), then
+// searches only within it.
+func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQuery, after *resultq.Cursor,
+	read func(query string, args []any) ([]resultq.Cursor, error)) (keys []resultq.Cursor, next []byte, scanned int, err error) {
+	size := q.PageSize()
+	var window []resultq.Cursor
+	more := false // results follow the budget's window
+	b.UpTo = nil
+	if q.Search != "" && q.SearchBudget > 0 {
+		wq := q
+		wq.Search = ""
+		// One more than the budget: whether results follow the window.
+		query, args := b.Keys(run, version, wq, after, q.SearchBudget+1, false)
+		if window, err = read(query, args); err != nil {
+			return nil, nil, 0, err
+		}
+		if len(window) == 0 {
+			return nil, nil, 0, nil
+		}
+		if more = len(window) > q.SearchBudget; more {
+			window = window[:q.SearchBudget]
+			b.UpTo = &window[len(window)-1]
+		}
+	}
+	query, args := b.Keys(run, version, q, after, size+1, false)
+	b.UpTo = nil
+	if keys, err = read(query, args); err != nil {
+		return nil, nil, 0, err
+	}
+	if len(keys) > size {
+		keys = keys[:size]
+		next = keys[size-1].Encode()
+	}
+	if window == nil {
+		return keys, next, 0, nil
+	}
+	if next != nil {
+		last := keys[size-1]
+		scanned = slices.IndexFunc(window, func(c resultq.Cursor) bool { return c.Index == last.Index && c.Repeat == last.Repeat }) + 1
+		if scanned == 0 { // written between the two queries
+			scanned = len(window)
+		}
+		return keys, next, scanned, nil
+	}
+	if more {
+		// The budget ran out before the page filled: continue after the
+		// last result examined, a match or not.
+		return keys, window[len(window)-1].Encode(), len(window), nil
+	}
+	return keys, nil, len(window), nil
 }
 
 // ScoreKeys returns the sort values of r's scores by scorers (a row of
