@@ -196,13 +196,15 @@ func (b *PageSQL) searchClause(run *evalrun.Run, version int, search string) str
 			return "(" + strings.Join(parts, " OR ") + ")"
 		}
 	} else if isASCII(needles) {
-		// SQLite's lower() folds ASCII only, which is all an ASCII
-		// needle can match: the built-in functions, without a call
-		// into Go per row.
+		// SQLite's LIKE folds ASCII only, which is all an ASCII needle
+		// can match: a built-in, without a call into Go per row, and a
+		// quarter of the CPU of instr(lower(…)), which copies the text
+		// (measured here on 100,000 2 KB outputs: 0.1 s against 0.4 s).
+		// CAST: LIKE does not match inside a BLOB.
 		contains = func(text string) string {
 			var parts []string
 			for _, n := range needles {
-				parts = append(parts, "instr(lower("+text+"), "+b.arg(n)+") > 0")
+				parts = append(parts, "CAST("+text+" AS TEXT) LIKE "+b.arg("%"+likeEscaper.Replace(n)+"%")+` ESCAPE '\'`)
 			}
 			return "(" + strings.Join(parts, " OR ") + ")"
 		}
@@ -332,6 +334,9 @@ func UniqueScorers(scorers []evalrun.ScorerInfo) []evalrun.ScorerInfo {
 	}
 	return out
 }
+
+// likeEscaper makes a needle literal in a LIKE pattern of ESCAPE '\'.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 func isASCII(ss []string) bool {
 	for _, s := range ss {
