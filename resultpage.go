@@ -112,9 +112,9 @@ type ResultPage struct {
 }
 
 // DefaultSearchBudget is the SearchBudget the viewer gives a search: a
-// page of it reads ~2,000 results' outputs (~20 MB at 10 KB each), a few
-// tens of milliseconds on SQLite and PostgreSQL.
-const DefaultSearchBudget = 2000
+// page of it reads 1,000 results' outputs (~10 MB at 10 KB each), ~40 ms
+// of CPU on SQLite (2,000 measured 81 ms: docs/benchmarks.md).
+const DefaultSearchBudget = 1000
 
 // DefaultResultPageSize is the page size of a [ResultPageQuery] of Limit 0.
 const DefaultResultPageSize = 50
