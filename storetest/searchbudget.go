@@ -95,3 +95,45 @@ func walkBudgeted(t *testing.T, p evalrun.ResultPager, runID string, q evalrun.R
 		q.After = page.Next
 	}
 }
+
+// testResultPagesSearchBudgetChunks searches a run longer than the stores'
+// first chunks (hundreds of results, a budget of 1,000): matches spread
+// over it, in input order and a descending score sort, are all found.
+func testResultPagesSearchBudgetChunks(t *testing.T, s evalrun.Store) {
+	const n = 700
+	items := make([]*evalrun.Item, n)
+	for i := range items {
+		items[i] = item(fmt.Sprintf("c-%03d", i), "question", "")
+	}
+	mustImport(t, s, "chunks", items)
+	run := testRun("chunks-run", "chunks", 1, base)
+	mustCreateRun(t, s, run)
+	var all []*evalrun.ItemResult
+	for i := range n {
+		r := result(run.ID, i, 0)
+		r.ItemID = items[i].ID
+		r.Output = evalrun.String("plain answer")
+		if i%97 == 5 { // 5, 102, 199, … 684: across every chunk
+			r.Output = evalrun.String("the needle is here")
+		}
+		all = append(all, r)
+	}
+	mustWrite(t, s, all...)
+	all = scanResults(t, s, run.ID, evalrun.ResultQuery{})
+	p := pager(t, s)
+	for _, q := range []evalrun.ResultPageQuery{
+		{Search: "NEEDLE"}, {Search: "NEEDLE", Sort: evalrun.SortScore, SortScorer: "exact", Desc: true},
+	} {
+		want := wantKeys(run, all, q)
+		if len(want) != 8 {
+			t.Fatalf("fixture: %d matches, want 8", len(want))
+		}
+		for _, budget := range []int{1000, 300} {
+			q.SearchBudget = budget
+			got, scanned := walkBudgeted(t, p, run.ID, q, 50, n)
+			if !slices.Equal(got, want) || scanned != n {
+				t.Errorf("sort %q budget %d: found %v, scanned %d; want %v, %d", q.SortName(), budget, got, scanned, want, n)
+			}
+		}
+	}
+}

@@ -103,6 +103,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultPagesOrder", testResultPagesOrder},
 		{"ResultPagesSearch", testResultPagesSearch},
 		{"ResultPagesSearchBudget", testResultPagesSearchBudget},
+		{"ResultPagesSearchBudgetChunks", testResultPagesSearchBudgetChunks},
 		{"ResultPagesInvalid", testResultPagesInvalid},
 		{"SkipPayloads", testSkipPayloads},
 	}

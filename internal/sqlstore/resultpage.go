@@ -274,8 +274,9 @@ func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQu
 	more := len(window) > q.SearchBudget
 	window = window[:min(len(window), q.SearchBudget)]
 	chunk := 64 // a common term fills its page in the first chunk
-	for start := 0; start < len(window); start += chunk {
+	for start := 0; start < len(window); {
 		part := window[start:min(start+chunk, len(window))]
+		start += len(part)
 		chunk *= 4
 		indexes := make([]int64, len(part))
 		for i, c := range part {
@@ -302,7 +303,7 @@ func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQu
 				return keys, keys[size-1].Encode(), scanned, nil
 			}
 			keys = append(keys, c)
-			scanned = start + i + 1
+			scanned = start - len(part) + i + 1
 		}
 	}
 	if more {
