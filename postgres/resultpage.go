@@ -88,29 +88,29 @@ func (s *Store) QueryResults(ctx context.Context, runID string, q evalrun.Result
 			return nil, fmt.Errorf("count results of run %q: %w", runID, err)
 		}
 	}
-	size := q.PageSize()
-	query, args := b.Keys(run, version, q, after, size+1, false)
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query results of run %q: %w", runID, err)
-	}
-	var keys []resultq.Cursor
-	for rows.Next() {
-		c := resultq.Cursor{Sort: q.SortName()}
-		if err := rows.Scan(&c.Index, &c.Repeat, &c.Num, &c.Str); err != nil {
-			rows.Close()
+	keys, next, scanned, err := b.PageKeys(run, version, q, after, func(query string, args []any) ([]resultq.Cursor, error) {
+		rows, err := s.pool.Query(ctx, query, args...)
+		if err != nil {
 			return nil, fmt.Errorf("query results of run %q: %w", runID, err)
 		}
-		keys = append(keys, c)
+		defer rows.Close()
+		var keys []resultq.Cursor
+		for rows.Next() {
+			c := resultq.Cursor{Sort: q.SortName()}
+			if err := rows.Scan(&c.Index, &c.Repeat, &c.Num, &c.Str); err != nil {
+				return nil, fmt.Errorf("query results of run %q: %w", runID, err)
+			}
+			keys = append(keys, c)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("query results of run %q: %w", runID, err)
+		}
+		return keys, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query results of run %q: %w", runID, err)
-	}
-	if len(keys) > size {
-		keys = keys[:size]
-		page.Next = keys[size-1].Encode()
-	}
+	page.Next, page.Scanned = next, scanned
 	if len(keys) == 0 {
 		return page, nil
 	}

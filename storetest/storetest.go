@@ -102,6 +102,8 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultPagesSorts", testResultPagesSorts},
 		{"ResultPagesOrder", testResultPagesOrder},
 		{"ResultPagesSearch", testResultPagesSearch},
+		{"ResultPagesSearchBudget", testResultPagesSearchBudget},
+		{"ResultPagesSearchBudgetChunks", testResultPagesSearchBudgetChunks},
 		{"ResultPagesInvalid", testResultPagesInvalid},
 		{"SkipPayloads", testSkipPayloads},
 	}

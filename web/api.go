@@ -123,6 +123,15 @@ type ItemsJSON struct {
 	// page= of the next sorted page. Null when there is none.
 	Next     *string `json:"next"`
 	NextPage *int    `json:"next_page"`
+	// Scanned is, for a search (q=), how many results this page examined:
+	// a page examines at most evalrun.DefaultSearchBudget of them, so that
+	// a rare term costs no more than a common one. Partial is true when
+	// that budget ran out before the page filled: Items may be short or
+	// empty and Next continues the search after the last result examined.
+	// Follow Next until it is null to see every match. Scanned is null
+	// when there is no search.
+	Scanned *int `json:"scanned"`
+	Partial bool `json:"partial"`
 }
 
 func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +140,7 @@ func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
 		s.jsonError(w, r, err)
 		return
 	}
-	_, p, rows, err := s.itemsPage(r, run)
+	q, p, rows, err := s.itemsPage(r, run)
 	if err != nil {
 		s.jsonError(w, r, err)
 		return
@@ -149,6 +158,10 @@ func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
 	if p.NextPage > 0 {
 		out.NextPage = &p.NextPage
 	}
+	if q.Search != "" {
+		out.Scanned = &p.Scanned
+	}
+	out.Partial = p.Partial
 	s.writeJSON(w, r, http.StatusOK, out)
 }
 

@@ -317,7 +317,10 @@ type itemsView struct {
 	Page, Pages int
 	NextURL     string
 	FirstURL    string
-	SortLinks   []sortLink
+	// Scanned and Partial are the search's (itemPage).
+	Scanned   int
+	Partial   bool
+	SortLinks []sortLink
 	// Calls is, per row, its tool calls; nil when no result of the page
 	// has a trajectory (the column is not shown).
 	Calls []callsCell
@@ -346,6 +349,7 @@ func (s *Server) itemsPage(r *http.Request, run *evalrun.Run) (ItemQuery, *itemP
 	if q.Size == 0 {
 		q.Size = s.opts.PageSize
 	}
+	q.searchBudget = s.opts.SearchBudget
 	p, err := queryItems(r.Context(), s.store, run, q)
 	if err != nil {
 		return q, nil, nil, err
@@ -379,7 +383,8 @@ func (s *Server) handleItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := "/runs/" + url.PathEscape(run.ID) + "/items"
-	v := itemsView{Run: run, Rows: rows, Query: q, Total: p.Total, Page: p.Page, Pages: p.Pages, Calls: callsCells(p.Results)}
+	v := itemsView{Run: run, Rows: rows, Query: q, Total: p.Total, Page: p.Page, Pages: p.Pages, Calls: callsCells(p.Results),
+		Scanned: p.Scanned, Partial: p.Partial}
 	for _, sc := range run.Scorers {
 		v.Scorers = append(v.Scorers, sc.Name)
 	}

@@ -55,6 +55,8 @@ type ItemQuery struct {
 	// After is the keyset cursor of a listing paged by the store
 	// (from=CURSOR, the "next" link): the page starts after that result.
 	After []byte
+	// searchBudget is the server's Options.SearchBudget, not a parameter.
+	searchBudget int
 }
 
 // maxCursor bounds the length of a from= cursor (an item id is in the
@@ -276,6 +278,12 @@ type itemPage struct {
 	NextPage int
 	Page     int
 	Pages    int
+	// Scanned is, for a search, how many results this page examined
+	// (evalrun.ResultPage.Scanned); Partial that its budget ran out before
+	// the page filled: Next continues the search after the last result
+	// examined.
+	Scanned int
+	Partial bool
 }
 
 // errPageFull stops a scan once a page is complete.
@@ -538,6 +546,11 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 		// A search's count would read every output: not counted.
 		Count: q.Sort != "" && q.Search == "",
 	}
+	if q.Search != "" {
+		// A page of a search reads a bounded number of outputs, however
+		// rare the term; the user follows Next to search further.
+		rq.SearchBudget = cmp.Or(q.searchBudget, evalrun.DefaultSearchBudget)
+	}
 	switch {
 	case q.Sort == "":
 	case byLatency:
@@ -567,7 +580,7 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 	if err != nil {
 		return nil, err
 	}
-	page := &itemPage{Results: p.Results, Total: p.Total, Page: 1}
+	page := &itemPage{Results: p.Results, Total: p.Total, Page: 1, Scanned: p.Scanned}
 	if p.Total >= 0 {
 		page.Pages = max((p.Total+q.Size-1)/q.Size, 1)
 	}
@@ -585,6 +598,11 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 				page.NextPage = 2 // next_page, for API clients of page=N
 			}
 		}
+	} else if p.Next != nil {
+		// The search's budget ran out before the page filled: the cursor
+		// of the last result examined, in any sort.
+		page.Partial = true
+		page.Next = base64.RawURLEncoding.EncodeToString(p.Next)
 	}
 	return page, nil
 }

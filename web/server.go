@@ -53,6 +53,10 @@ type Options struct {
 	ListWait time.Duration
 	// PageSize is the number of items per page; 0 means 50.
 	PageSize int
+	// SearchBudget is the number of results a page of a search (q=)
+	// examines at most (evalrun.ResultPageQuery.SearchBudget); 0 means
+	// evalrun.DefaultSearchBudget.
+	SearchBudget int
 	// Prewarm is the number of newest runs whose reports are computed in
 	// the background as soon as the server starts, so that their first
 	// page view is served from memory; 0 means none.
@@ -99,6 +103,9 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	}
 	if opts.ListWait <= 0 {
 		opts.ListWait = time.Second
+	}
+	if opts.SearchBudget <= 0 {
+		opts.SearchBudget = evalrun.DefaultSearchBudget
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 50

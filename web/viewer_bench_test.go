@@ -195,6 +195,8 @@ func BenchmarkViewer100k(b *testing.B) {
 				{"tag", items + "?tag=refund&sort=-score:judge"},
 				{"search-rare", items + "?q=zanzibar"},
 				{"search-common", items + "?q=fox"},
+				{"search-rare-sorted", items + "?q=zanzibar&sort=-score:judge"},
+				{"search-rare-api", "/api/runs/" + benchRun + "/items?q=zanzibar"},
 			} {
 				b.Run(bc.name, func(b *testing.B) {
 					get(b, bc.path) // warm

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/sqlite"
+)
+
+// budgetBundles serves the fixture from memory and from SQLite with a
+// search budget of budget results a page.
+func budgetBundles(t *testing.T, budget int) map[string]*bundle {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evalrun.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, st)
+	mem := inmem.New()
+	seed(t, mem)
+	return map[string]*bundle{"sqlite": setupStore(t, st, Options{SearchBudget: budget}), "inmem": setupStore(t, mem, Options{SearchBudget: budget})}
+}
+
+func resultKeys(p ItemsJSON) []string {
+	var keys []string
+	for _, r := range p.Items {
+		keys = append(keys, fmt.Sprintf("%d.%d", r.Index, r.Repeat))
+	}
+	return keys
+}
+
+var searchFurther = regexp.MustCompile(`id="search-further" href="([^"]+)"`)
+
+// TestItemsSearchBudget follows a budgeted search (2 results examined a
+// page) to its end in the API and the HTML table: the same matches as an
+// unbounded search, each once, in every sort; every page says how many
+// results it examined, and a page whose budget ran out says so and links
+// further.
+func TestItemsSearchBudget(t *testing.T) {
+	wide, narrow := budgetBundles(t, 1000), budgetBundles(t, 2)
+	for name, b := range narrow {
+		t.Run(name, func(t *testing.T) {
+			for _, sort := range []string{"", "sort=-latency", "sort=score:judge", "sort=-score:exact&tag=billing"} {
+				for _, search := range []string{"OUTPUT+2", "question", "q", "nowhere-at-all"} {
+					q := sort + "&q=" + search
+					items := "/api/runs/" + runB + "/items?size=1&" + q
+					all := wide[name].mustGet(t, "/api/runs/"+runB+"/items?size=500&"+q, http.StatusOK)
+					want := strings.Join(resultKeys(decode[ItemsJSON](t, all)), " ")
+					var got []string
+					path, scanned := items, 0
+					for pages := 0; ; pages++ {
+						if pages > 20 {
+							t.Fatalf("%s: more than 20 pages", q)
+						}
+						p := decode[ItemsJSON](t, b.mustGet(t, path, http.StatusOK))
+						if p.Scanned == nil || *p.Scanned > 2 || len(p.Items) > 1 {
+							t.Fatalf("%s: page %d scanned %v results with %d items, want at most 2 and 1 item", q, pages, p.Scanned, len(p.Items))
+						}
+						if p.Partial && p.Next == nil {
+							t.Fatalf("%s: a partial page without next", q)
+						}
+						scanned += *p.Scanned
+						got = append(got, resultKeys(p)...)
+						if p.Next == nil {
+							break
+						}
+						path = items + "&from=" + url.QueryEscape(*p.Next)
+					}
+					if strings.Join(got, " ") != want {
+						t.Errorf("%s: budgeted pages found %v, want %s", q, got, want)
+					}
+					// Without matches, every page stops at its budget: the pages
+					// examine the run's 6 results once each.
+					if search == "nowhere-at-all" && !strings.Contains(sort, "tag") && scanned != 6 {
+						t.Errorf("%s: pages examined %d results in all, want the run's 6", q, scanned)
+					}
+				}
+			}
+			// The HTML table: a rare term says what it searched and links on.
+			path, partial := "/runs/"+runB+"/items?q=nowhere-at-all", 0
+			for range 10 {
+				body := b.mustGet(t, path, http.StatusOK).body
+				m := searchFurther.FindStringSubmatch(body)
+				if m == nil {
+					if !strings.Contains(body, "No items match.") {
+						t.Errorf("last page of a search: no \"No items match.\"")
+					}
+					break
+				}
+				partial++
+				if !strings.Contains(body, "Searched 2 results") || !strings.Contains(body, "0 matches") {
+					t.Errorf("partial page %d does not say it searched 2 results with 0 matches", partial)
+				}
+				path = html.UnescapeString(m[1])
+			}
+			if partial != 2 { // 6 results, 2 a page: the 3rd page ends the run
+				t.Errorf("%d partial pages, want 3", partial)
+			}
+			// A continuation cursor under another sort is refused.
+			p := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/"+runB+"/items?q=nowhere-at-all&sort=latency", http.StatusOK))
+			if p.Next == nil || !p.Partial {
+				t.Fatalf("rare term, budget 2: next %v partial %v, want a continuation", p.Next, p.Partial)
+			}
+			b.wantError(t, "/api/runs/"+runB+"/items?q=nowhere-at-all&sort=-latency&from="+url.QueryEscape(*p.Next), 400, "cursor belongs to sort")
+		})
+	}
+}
