@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"github.com/evalrun/evalrun/internal/resultq"
 	"io"
@@ -21,6 +22,40 @@ import (
 
 const benchRun = "20260304T100000-bench100"
 
+// benchItemID is the id of item i of the viewer benchmarks' dataset.
+func benchItemID(i int) string { return fmt.Sprintf("item-%06d", i) }
+
+// createBenchRun imports the viewer benchmarks' dataset "big" (n items in
+// four tag cohorts, each with expected output expected, nil for none) and
+// creates run benchRun over it, running, with the given scorers.
+func createBenchRun(b *testing.B, st evalrun.Store, n int, expected json.RawMessage, scorers ...evalrun.ScorerInfo) *evalrun.Run {
+	b.Helper()
+	ctx := context.Background()
+	items := make([]*evalrun.Item, n)
+	tags := []string{"billing", "refund", "login", "shipping"}
+	for i := range items {
+		items[i] = &evalrun.Item{
+			ID:       benchItemID(i),
+			Input:    evalrun.String(fmt.Sprintf("question number %d, asked with some context", i)),
+			Expected: expected,
+			Metadata: map[string]any{"tags": tags[i%4]},
+		}
+	}
+	if _, _, err := st.ImportDataset(ctx, "big", items); err != nil {
+		b.Fatal(err)
+	}
+	run := &evalrun.Run{
+		ID: benchRun, Name: "bench", Dataset: "big", DatasetVersion: 1,
+		Target:  evalrun.TargetInfo{Kind: "http", Name: "mock"},
+		Scorers: scorers,
+		Status:  evalrun.RunRunning, Total: n, CreatedAt: t0, StartedAt: t0,
+	}
+	if err := st.CreateRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	return run
+}
+
 // build100k stores a 100,000-item dataset and a finished run over it (two
 // scorers, 200-byte outputs, 2% target failures) in a new SQLite database.
 func build100k(b *testing.B) evalrun.Store {
@@ -31,36 +66,14 @@ func build100k(b *testing.B) evalrun.Store {
 		b.Fatal(err)
 	}
 	const n = 100_000
-	items := make([]*evalrun.Item, n)
-	tags := []string{"billing", "refund", "login", "shipping"}
-	for i := range items {
-		items[i] = &evalrun.Item{
-			ID:       fmt.Sprintf("item-%06d", i),
-			Input:    evalrun.String(fmt.Sprintf("question number %d, asked with some context", i)),
-			Expected: evalrun.String("an answer"),
-			Metadata: map[string]any{"tags": tags[i%4]},
-		}
-	}
-	if _, _, err := st.ImportDataset(ctx, "big", items); err != nil {
-		b.Fatal(err)
-	}
-	run := &evalrun.Run{
-		ID: benchRun, Name: "bench", Dataset: "big", DatasetVersion: 1,
-		Target: evalrun.TargetInfo{Kind: "http", Name: "mock"},
-		Scorers: []evalrun.ScorerInfo{
-			{Name: "exact", Kind: "exact_match", Threshold: 0.5},
-			{Name: "judge", Kind: "llm_judge", Threshold: 0.7},
-		},
-		Status: evalrun.RunRunning, Total: n, CreatedAt: t0, StartedAt: t0,
-	}
-	if err := st.CreateRun(ctx, run); err != nil {
-		b.Fatal(err)
-	}
+	run := createBenchRun(b, st, n, evalrun.String("an answer"),
+		evalrun.ScorerInfo{Name: "exact", Kind: "exact_match", Threshold: 0.5},
+		evalrun.ScorerInfo{Name: "judge", Kind: "llm_judge", Threshold: 0.7})
 	output := evalrun.String(fmt.Sprintf("%0200d", 0)[:198])
 	batch := make([]*evalrun.ItemResult, 0, 1000)
 	for i := range n {
 		r := &evalrun.ItemResult{
-			RunID: benchRun, Index: i, ItemID: items[i].ID, Attempts: 1,
+			RunID: benchRun, Index: i, ItemID: benchItemID(i), Attempts: 1,
 			Latency:   time.Duration(100+i%900) * time.Millisecond,
 			Usage:     evalrun.Usage{InputTokens: iptr(120), OutputTokens: iptr(40), CostUSD: fptr(0.0002)},
 			StartedAt: t0, CompletedAt: t0.Add(time.Second),

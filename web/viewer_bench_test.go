@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,36 +31,15 @@ func fill100kBig(b *testing.B, st evalrun.Store) {
 	b.Helper()
 	ctx := context.Background()
 	const n = 100_000
-	items := make([]*evalrun.Item, n)
-	tags := []string{"billing", "refund", "login", "shipping"}
-	for i := range items {
-		items[i] = &evalrun.Item{
-			ID:       fmt.Sprintf("item-%06d", i),
-			Input:    evalrun.String(fmt.Sprintf("question number %d, asked with some context", i)),
-			Metadata: map[string]any{"tags": tags[i%4]},
-		}
-	}
-	if _, _, err := st.ImportDataset(ctx, "big", items); err != nil {
-		b.Fatal(err)
-	}
-	run := &evalrun.Run{
-		ID: benchRun, Name: "bench", Dataset: "big", DatasetVersion: 1,
-		Target: evalrun.TargetInfo{Kind: "http", Name: "mock"},
-		Scorers: []evalrun.ScorerInfo{
-			{Name: "exact", Kind: "exact_match", Threshold: 0.5},
-			{Name: "judge", Kind: "llm_judge", Threshold: 0.7},
-			{Name: "length", Kind: "custom", Threshold: 0.5},
-		},
-		Status: evalrun.RunRunning, Total: n, CreatedAt: t0, StartedAt: t0,
-	}
-	if err := st.CreateRun(ctx, run); err != nil {
-		b.Fatal(err)
-	}
+	run := createBenchRun(b, st, n, nil,
+		evalrun.ScorerInfo{Name: "exact", Kind: "exact_match", Threshold: 0.5},
+		evalrun.ScorerInfo{Name: "judge", Kind: "llm_judge", Threshold: 0.7},
+		evalrun.ScorerInfo{Name: "length", Kind: "custom", Threshold: 0.5})
 	words := strings.Fields("the quick brown fox jumps over a lazy dog while the model answers every question about billing refunds and shipping")
 	batch := make([]*evalrun.ItemResult, 0, 500)
 	for i := range n {
 		r := &evalrun.ItemResult{
-			RunID: benchRun, Index: i, ItemID: items[i].ID, Attempts: 1,
+			RunID: benchRun, Index: i, ItemID: benchItemID(i), Attempts: 1,
 			Latency:   time.Duration(100+(i*7919)%900) * time.Millisecond,
 			StartedAt: t0, CompletedAt: t0.Add(time.Second),
 		}
