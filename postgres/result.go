@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -22,9 +24,9 @@ var (
 )
 
 // WriteResults implements [evalrun.RunStore]. The batch is one
-// transaction: the results are copied (COPY) into a temporary table and
-// upserted from there; the keys that existed lose their old scores; the
-// scores are copied in. Of a key repeated within the batch, the last result
+// transaction of a few statements sent together (a pipeline): the results
+// are upserted from arrays (unnest), the keys that existed lose their old
+// scores, the scores and their score_keys rows are inserted. Of a key repeated within the batch, the last result
 // wins. It returns an error wrapping ErrNotFound, writing nothing, when a
 // result's run does not exist.
 //
@@ -63,106 +65,210 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		return nil
 	}
 	results = sqlstore.LastOfEachKey(results)
-	tx, err := s.pool.Begin(ctx)
+	var runIDs []string
+	for _, r := range results {
+		if !slices.Contains(runIDs, r.RunID) {
+			runIDs = append(runIDs, r.RunID)
+		}
+	}
+	scorers, err := s.runScorers(ctx, runIDs)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tmp_results (LIKE results) ON COMMIT DELETE ROWS`); err != nil {
+	rows, err := resultRows(results)
+	if err != nil {
+		return err
+	}
+	scores, keys := scoreRows(results, scorers)
+
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	var rowErr error
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tmp_results"}, resultCols, pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
-		r := results[i]
+	defer conn.Release()
+	// One round trip carries the transaction's statements (a pipeline),
+	// a second its commit or rollback: a worker's batch of results used to
+	// take nine, each a system call or two on both sides.
+	var b pgx.Batch
+	b.Queue(`BEGIN`)
+	// A run deleted since its scorers were cached is found here, inside
+	// the transaction, and rolls the batch back.
+	b.Queue(`SELECT u FROM unnest($1::text[]) u WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = u) LIMIT 1`, runIDs)
+	// The upsert. xmax is not 0 on a row it updated: that key had a
+	// result, whose scores (and their score_keys rows, see migration 007)
+	// the next two statements remove. They read those keys from a setting
+	// local to the transaction, since the pipeline sends every statement
+	// before any answer comes back. They are statements of their own, not
+	// parts of this one: a key another transaction inserted and committed
+	// while this upsert waited for it has its scores visible only to a
+	// later statement's snapshot.
+	b.Queue(`WITH up AS (
+			INSERT INTO results (`+strings.Join(resultCols, ", ")+`)
+			SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::text[], $5::bytea[], $6::text[], $7::text[],
+				$8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::bigint[], $13::double precision[], $14::text[],
+				$15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::bytea[])
+			ON CONFLICT (run_id, idx, rep) DO UPDATE SET item_id = excluded.item_id, output = excluded.output,
+				error = excluded.error, error_kind = excluded.error_kind, attempts = excluded.attempts,
+				retry_count = excluded.retry_count, latency_ns = excluded.latency_ns, input_tokens = excluded.input_tokens,
+				output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, trace_id = excluded.trace_id,
+				cache_hit = excluded.cache_hit, started_at = excluded.started_at, completed_at = excluded.completed_at,
+				trajectory = excluded.trajectory
+			RETURNING run_id, idx, rep, xmax <> 0 AS replaced)
+		SELECT set_config('evalrun.replaced', COALESCE(
+			(SELECT jsonb_agg(jsonb_build_object('run_id', run_id, 'idx', idx, 'rep', rep)) FROM up WHERE replaced), '[]')::text, true)`,
+		rows...)
+	b.Queue(`DELETE FROM score_keys k USING (
+			SELECT o.run_id, o.idx, o.rep, sc ->> 'name' AS scorer,
+				COALESCE((SELECT s.score FROM scores s WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep
+					AND s.scorer = sc ->> 'name' ORDER BY s.pos LIMIT 1), '-Infinity') AS score
+			FROM jsonb_to_recordset(current_setting('evalrun.replaced')::jsonb) o (run_id text, idx integer, rep integer)
+			JOIN runs u ON u.id = o.run_id, jsonb_array_elements(u.scorers) sc) d
+		WHERE k.run_id = d.run_id AND k.scorer = d.scorer AND k.score = d.score AND k.idx = d.idx AND k.rep = d.rep`)
+	b.Queue(`DELETE FROM scores s USING jsonb_to_recordset(current_setting('evalrun.replaced')::jsonb) o (run_id text, idx integer, rep integer)
+		WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep`)
+	if len(scores) > 0 {
+		b.Queue(`INSERT INTO scores (`+strings.Join(scoreCols, ", ")+`)
+			SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::integer[], $5::text[], $6::double precision[],
+				$7::boolean[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::double precision[])`, scores...)
+	}
+	if len(keys) > 0 {
+		b.Queue(`INSERT INTO score_keys (run_id, scorer, score, idx, rep)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::double precision[], $4::integer[], $5::integer[])`, keys...)
+	}
+	br := conn.SendBatch(ctx, &b)
+	missing, err := readBatch(br, len(b.QueuedQueries))
+	if err == nil && missing != "" {
+		err = fmt.Errorf("write results: run %q: %w", missing, evalrun.ErrNotFound)
+		s.forgetScorers(missing)
+	} else if err != nil {
+		err = fmt.Errorf("write results: %w", err)
+	}
+	end := "COMMIT"
+	if err != nil {
+		end = "ROLLBACK"
+	}
+	if _, cerr := conn.Exec(ctx, end); cerr != nil {
+		if err == nil {
+			err = fmt.Errorf("write results: commit: %w", cerr)
+		}
+		// The connection's state is unknown: it must not go back to the
+		// pool inside a transaction.
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+	}
+	return err
+}
+
+// readBatch reads the results of writeResults' pipeline (n statements)
+// and closes it: the first error, or the run the existence check found
+// missing.
+func readBatch(br pgx.BatchResults, n int) (missing string, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return "", err
+	}
+	if err := br.QueryRow().Scan(&missing); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("check runs: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return "", fmt.Errorf("upsert: %w", err)
+	}
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return "", fmt.Errorf("replace scores: %w", err)
+		}
+	}
+	for range n - 5 {
+		if _, err := br.Exec(); err != nil {
+			return "", fmt.Errorf("insert scores: %w", err)
+		}
+	}
+	return missing, nil
+}
+
+// resultRows returns the arguments of writeResults' upsert: one array per
+// column of resultCols.
+func resultRows(results []*evalrun.ItemResult) ([]any, error) {
+	n := len(results)
+	var (
+		runIDs, itemIDs, errs, kinds, traces = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		idx, rep, attempts, retries          = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+		outputs, trajs                       = make([][]byte, n), make([][]byte, n)
+		latency                              = make([]int64, n)
+		inTok, outTok                        = make([]*int64, n), make([]*int64, n)
+		cost                                 = make([]*float64, n)
+		cacheHit                             = make([]bool, n)
+		started, completed                   = make([]*time.Time, n), make([]*time.Time, n)
+	)
+	for i, r := range results {
 		traj, err := sqlstore.MarshalTrajectory(r.Trajectory)
 		if err != nil {
-			rowErr = fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
-			return nil, rowErr
+			return nil, fmt.Errorf("write result %d/%d of run %q: %w", r.Index, r.Repeat, r.RunID, err)
 		}
-		return []any{r.RunID, r.Index, r.Repeat, pgText(r.ItemID), blob(r.Output), pgText(r.Error), string(r.ErrorKind), r.Attempts, r.RetryCount,
-			int64(r.Latency), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, pgText(r.TraceID), r.CacheHit,
-			ts(r.StartedAt), ts(r.CompletedAt), blob(traj)}, nil
-	})); err != nil {
-		if rowErr != nil {
-			return rowErr
-		}
-		return fmt.Errorf("write results: copy: %w", err)
+		runIDs[i], idx[i], rep[i], itemIDs[i] = r.RunID, int32(r.Index), int32(r.Repeat), pgText(r.ItemID)
+		outputs[i], errs[i], kinds[i] = nonEmpty(r.Output), pgText(r.Error), string(r.ErrorKind)
+		attempts[i], retries[i], latency[i] = int32(r.Attempts), int32(r.RetryCount), int64(r.Latency)
+		inTok[i], outTok[i], cost[i] = r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD
+		traces[i], cacheHit[i] = pgText(r.TraceID), r.CacheHit
+		started[i], completed[i], trajs[i] = tsPtr(r.StartedAt), tsPtr(r.CompletedAt), nonEmpty(traj)
 	}
-	var missing string
-	err = tx.QueryRow(ctx, `SELECT t.run_id FROM tmp_results t WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = t.run_id) LIMIT 1`).Scan(&missing)
-	if err == nil {
-		return fmt.Errorf("write results: run %q: %w", missing, evalrun.ErrNotFound)
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("write results: check runs: %w", err)
-	}
-	// xmax is not 0 on a row the upsert updated: that key had a result.
-	rows, err := tx.Query(ctx, `INSERT INTO results SELECT * FROM tmp_results
-		ON CONFLICT (run_id, idx, rep) DO UPDATE SET item_id = excluded.item_id, output = excluded.output,
-			error = excluded.error, error_kind = excluded.error_kind, attempts = excluded.attempts,
-			retry_count = excluded.retry_count, latency_ns = excluded.latency_ns, input_tokens = excluded.input_tokens,
-			output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, trace_id = excluded.trace_id,
-			cache_hit = excluded.cache_hit, started_at = excluded.started_at, completed_at = excluded.completed_at,
-			trajectory = excluded.trajectory
-		RETURNING run_id, idx, rep, xmax <> 0`)
-	if err != nil {
-		return fmt.Errorf("write results: upsert: %w", err)
-	}
-	var oldRuns []string
-	var oldIdx, oldRep []int32
-	for rows.Next() {
-		var run string
-		var idx, rep int32
-		var updated bool
-		if err := rows.Scan(&run, &idx, &rep, &updated); err != nil {
-			rows.Close()
-			return fmt.Errorf("write results: upsert: %w", err)
-		}
-		if updated {
-			oldRuns, oldIdx, oldRep = append(oldRuns, run), append(oldIdx, idx), append(oldRep, rep)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("write results: upsert: %w", err)
-	}
-	if len(oldRuns) > 0 {
-		// The score_keys rows of the replaced results, computed from their
-		// scores before those go (see migration 007).
-		if _, err := tx.Exec(ctx, `DELETE FROM score_keys k USING (
-				SELECT o.run_id, o.idx, o.rep, sc ->> 'name' AS scorer,
-					COALESCE((SELECT s.score FROM scores s WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep
-						AND s.scorer = sc ->> 'name' ORDER BY s.pos LIMIT 1), '-Infinity') AS score
-				FROM unnest($1::text[], $2::integer[], $3::integer[]) o (run_id, idx, rep)
-				JOIN runs u ON u.id = o.run_id, jsonb_array_elements(u.scorers) sc) d
-			WHERE k.run_id = d.run_id AND k.scorer = d.scorer AND k.score = d.score AND k.idx = d.idx AND k.rep = d.rep`,
-			oldRuns, oldIdx, oldRep); err != nil {
-			return fmt.Errorf("write results: replace score keys: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM scores WHERE (run_id, idx, rep) IN
-			(SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[]))`, oldRuns, oldIdx, oldRep); err != nil {
-			return fmt.Errorf("write results: replace scores: %w", err)
-		}
-	}
-	var scores [][]any
+	return []any{runIDs, idx, rep, itemIDs, outputs, errs, kinds, attempts, retries, latency, inTok, outTok, cost,
+		traces, cacheHit, started, completed, trajs}, nil
+}
+
+// scoreRows returns the arguments of writeResults' inserts of scores (one
+// array per column of scoreCols) and of score_keys (nil when there are
+// none).
+func scoreRows(results []*evalrun.ItemResult, scorers map[string][]evalrun.ScorerInfo) (scores, keys []any) {
+	var (
+		runIDs, names, reasons, errs, kinds []string
+		idx, rep, pos                       []int32
+		values, cost                        []*float64
+		passed                              []bool
+		inTok, outTok                       []*int64
+		kRun, kScorer                       []string
+		kScore                              []float64
+		kIdx, kRep                          []int32
+	)
 	for _, r := range results {
-		for pos, sc := range r.Scores {
-			scores = append(scores, []any{r.RunID, r.Index, r.Repeat, pos, pgText(sc.Scorer), sc.Score, sc.Passed, pgText(sc.Reason),
-				pgText(sc.Error), string(sc.ErrorKind), sc.Usage.InputTokens, sc.Usage.OutputTokens, sc.Usage.CostUSD})
+		for p, sc := range r.Scores {
+			runIDs, idx, rep, pos = append(runIDs, r.RunID), append(idx, int32(r.Index)), append(rep, int32(r.Repeat)), append(pos, int32(p))
+			names, values, passed = append(names, pgText(sc.Scorer)), append(values, sc.Score), append(passed, sc.Passed)
+			reasons, errs, kinds = append(reasons, pgText(sc.Reason)), append(errs, pgText(sc.Error)), append(kinds, string(sc.ErrorKind))
+			inTok, outTok, cost = append(inTok, sc.Usage.InputTokens), append(outTok, sc.Usage.OutputTokens), append(cost, sc.Usage.CostUSD)
+		}
+		runScorers := scorers[r.RunID]
+		for i, v := range sqlstore.ScoreKeys(r, runScorers) {
+			kRun, kScorer, kScore = append(kRun, r.RunID), append(kScorer, runScorers[i].Name), append(kScore, v)
+			kIdx, kRep = append(kIdx, int32(r.Index)), append(kRep, int32(r.Repeat))
 		}
 	}
-	if len(scores) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"scores"}, scoreCols, pgx.CopyFromRows(scores)); err != nil {
-			return fmt.Errorf("write results: copy scores: %w", err)
-		}
+	if len(runIDs) > 0 {
+		scores = []any{runIDs, idx, rep, pos, names, values, passed, reasons, errs, kinds, inTok, outTok, cost}
 	}
-	if err := writeScoreKeys(ctx, tx, results); err != nil {
-		return fmt.Errorf("write results: score keys: %w", err)
+	if len(kRun) > 0 {
+		keys = []any{kRun, kScorer, kScore, kIdx, kRep}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("write results: commit: %w", err)
+	return scores, keys
+}
+
+// nonEmpty is blob for an array element: an empty value is stored NULL.
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
 	}
-	return nil
+	return b
+}
+
+// tsPtr is ts for an array element: the zero time is stored NULL.
+func tsPtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // ScanResults implements [evalrun.RunStore]: one streamed query joining

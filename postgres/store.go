@@ -1,7 +1,7 @@
 // Package postgres is the [evalrun.Store] for teams: a PostgreSQL database
-// reached through pgx v5 (pgxpool). Result batches are copied into a
-// temporary table and upserted from there, so a batch costs a few round
-// trips whatever its size. The schema is migrated on [Open].
+// reached through pgx v5 (pgxpool). A batch of results is upserted from
+// arrays in one pipelined transaction, so it costs two round trips
+// whatever its size. The schema is migrated on [Open].
 package postgres
 
 import (
@@ -24,6 +24,8 @@ type Store struct {
 	closeOnce sync.Once
 	// clock decides the response cache's expiry.
 	clock sqlstore.Clock
+	// scorers caches the scorers of runs for WriteResults.
+	scorers scorerCache
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
