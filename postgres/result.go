@@ -101,7 +101,9 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 	// before any answer comes back. They are statements of their own, not
 	// parts of this one: a key another transaction inserted and committed
 	// while this upsert waited for it has its scores visible only to a
-	// later statement's snapshot.
+	// later statement's snapshot. With no key replaced (the common case)
+	// their plans stop at once: the condition on the setting, which
+	// names no column, is checked before anything is read.
 	b.Queue(`WITH up AS (
 			INSERT INTO results (`+strings.Join(resultCols, ", ")+`)
 			SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::text[], $5::bytea[], $6::text[], $7::text[],
@@ -123,9 +125,10 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 					AND s.scorer = sc ->> 'name' ORDER BY s.pos LIMIT 1), '-Infinity') AS score
 			FROM jsonb_to_recordset(current_setting('evalrun.replaced')::jsonb) o (run_id text, idx integer, rep integer)
 			JOIN runs u ON u.id = o.run_id, jsonb_array_elements(u.scorers) sc) d
-		WHERE k.run_id = d.run_id AND k.scorer = d.scorer AND k.score = d.score AND k.idx = d.idx AND k.rep = d.rep`)
+		WHERE k.run_id = d.run_id AND k.scorer = d.scorer AND k.score = d.score AND k.idx = d.idx AND k.rep = d.rep
+			AND current_setting('evalrun.replaced') <> '[]'`)
 	b.Queue(`DELETE FROM scores s USING jsonb_to_recordset(current_setting('evalrun.replaced')::jsonb) o (run_id text, idx integer, rep integer)
-		WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep`)
+		WHERE s.run_id = o.run_id AND s.idx = o.idx AND s.rep = o.rep AND current_setting('evalrun.replaced') <> '[]'`)
 	if len(scores) > 0 {
 		b.Queue(`INSERT INTO scores (`+strings.Join(scoreCols, ", ")+`)
 			SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::integer[], $5::text[], $6::double precision[],

@@ -27,7 +27,7 @@ const DefaultQueue = "evalrun"
 type ItemArgs struct {
 	RunID  string `json:"run_id"`
 	Index  int    `json:"index"`
-	Repeat int    `json:"repeat"`
+	Repeat int    `json:"repeat,omitempty"`
 }
 
 // Kind implements river.JobArgs.
