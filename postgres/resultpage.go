@@ -2,11 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/resultq"
@@ -14,52 +11,6 @@ import (
 )
 
 var _ evalrun.ResultPager = (*Store)(nil)
-
-// writeScoreKeys copies the score_keys rows of results (one per scorer of
-// their run; see migration 007) in tx.
-func writeScoreKeys(ctx context.Context, tx pgx.Tx, results []*evalrun.ItemResult) error {
-	var ids []string
-	for _, r := range results {
-		if !slices.Contains(ids, r.RunID) {
-			ids = append(ids, r.RunID)
-		}
-	}
-	scorers := make(map[string][]evalrun.ScorerInfo, len(ids))
-	rows, err := tx.Query(ctx, `SELECT id, scorers FROM runs WHERE id = ANY ($1)`, ids)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var list []evalrun.ScorerInfo
-		if err := json.Unmarshal(raw, &list); err != nil {
-			rows.Close()
-			return fmt.Errorf("scorers of run %q: %w", id, err)
-		}
-		scorers[id] = sqlstore.UniqueScorers(list)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	var keys [][]any
-	for _, r := range results {
-		runScorers := scorers[r.RunID]
-		for i, v := range sqlstore.ScoreKeys(r, runScorers) {
-			keys = append(keys, []any{r.RunID, runScorers[i].Name, v, r.Index, r.Repeat})
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"score_keys"}, []string{"run_id", "scorer", "score", "idx", "rep"}, pgx.CopyFromRows(keys))
-	return err
-}
 
 // QueryResults implements [evalrun.ResultPager]: one query finds the keys
 // of the page (see sqlstore.PageSQL and migration 007), a second reads
