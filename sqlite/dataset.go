@@ -2,11 +2,13 @@ package sqlite
 
 import (
 	"bytes"
+	"encoding/hex"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/evalrun/evalrun"
@@ -309,18 +311,52 @@ func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		return k, keyOf.QueryRowContext(ctx, rank).Scan(&k)
 	}
 	const columns = `item_id, hash, input, expected, metadata, tool_mocks, expected_trajectory`
+	// Rows go in batches of up to insertBatch consecutive positions of one
+	// kind (staged, or in place): one statement per batch, its order keys
+	// a JSON array of hex strings, instead of one statement per row, which
+	// cost most of a fresh 1,000-item import (statement setup, cursors on
+	// the temporary tables). A batch holds insertBatch keys: memory stays
+	// flat.
 	insertStaged, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
-		SELECT ?, ?, ?, `+columns+` FROM temp.import_items WHERE pos = ?`)
+		SELECT ?1, ?2, unhex(k.value), `+prefixed("s.", columns)+` FROM json_each(?3) k
+		JOIN temp.import_items s ON s.pos = ?4 + k.key ORDER BY k.key`)
 	if err != nil {
 		return err
 	}
 	defer insertStaged.Close()
 	insertInPlace, err := tx.PrepareContext(ctx, `INSERT INTO dataset_items (dataset, valid_from, ord, `+columns+`)
-		SELECT ?, ?, ?, `+columns+` FROM dataset_items WHERE id = (SELECT ref FROM temp.import_current WHERE rank = ?)`)
+		SELECT ?1, ?2, unhex(k.value), `+prefixed("d.", columns)+` FROM json_each(?3) k
+		JOIN temp.import_current c ON c.rank = ?4 + k.key
+		JOIN dataset_items d ON d.id = c.ref ORDER BY k.key`)
 	if err != nil {
 		return err
 	}
 	defer insertInPlace.Close()
+	var keys []byte // the batch's keys: ["hex", ...]
+	var first, count int32
+	var staged bool
+	flush := func() error {
+		if count == 0 {
+			return nil
+		}
+		keys = append(keys, ']')
+		stmt := insertStaged
+		if !staged {
+			stmt = insertInPlace // its rank is its position
+		}
+		res, err := stmt.ExecContext(ctx, name, version, string(keys), first)
+		if err == nil {
+			var n int64
+			if n, err = res.RowsAffected(); err == nil && n != int64(count) {
+				err = fmt.Errorf("%d of %d rows from position %d", n, count, first)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("insert item rows: %w", err)
+		}
+		keys, count = keys[:0], 0
+		return nil
+	}
 	for _, sp := range plan.Insert {
 		lo, err := key(sp.Lo)
 		if err != nil {
@@ -332,18 +368,35 @@ func writePlan(ctx context.Context, tx *sql.Tx, name string, version int, plan *
 		}
 		pos := sp.From
 		for k := range dataset.KeysBetween(lo, hi, int(sp.To-sp.From+1)) {
-			stmt := insertStaged
-			if inPlace.Has(int(pos)) {
-				stmt = insertInPlace // its rank is its position
+			isStaged := !inPlace.Has(int(pos))
+			if count > 0 && (count == insertBatch || isStaged != staged || pos != first+count) {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
-			if _, err := stmt.ExecContext(ctx, name, version, k, pos); err != nil {
-				return fmt.Errorf("insert item row: %w", err)
+			if count == 0 {
+				first, staged = pos, isStaged
+				keys = append(keys, '[')
+			} else {
+				keys = append(keys, ',')
 			}
+			keys = append(keys, '"')
+			keys = hex.AppendEncode(keys, k)
+			keys = append(keys, '"')
+			count++
 			pos++
 		}
 	}
-	return nil
+	return flush()
 }
+
+// prefixed qualifies every column of the comma-separated list with p.
+func prefixed(p, columns string) string {
+	return p + strings.ReplaceAll(columns, ", ", ", "+p)
+}
+
+// insertBatch is the most item rows writePlan inserts in one statement.
+const insertBatch = 256
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
