@@ -164,6 +164,15 @@ func TestTwoProcesses(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A writer that failed leaves its run unfinished, and the reader would
+	// wait for it forever: stop the reader and report the writer's error.
+	for _, e := range errs {
+		if e != "" {
+			reader.Process.Kill()
+			reader.Wait()
+			t.Fatal(e)
+		}
+	}
 	var rest strings.Builder
 	for lines.Scan() {
 		rest.WriteString(lines.Text() + "\n")
