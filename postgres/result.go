@@ -370,13 +370,13 @@ func (s *Store) ScanResultKeys(ctx context.Context, runID string, fn func(evalru
 // scanResultsSQL is the statement of scanResults: $1 run, $2 first index,
 // $3 limit (NULL: none), $4 dataset, $5 its version, $6 SkipAgentData, $7
 // SkipPayloads and, with indexes, $8 the indexes. The filters are in the
-// statement's text, not tested on parameters ("NOT $3 OR error <> ”",
-// "$8 IS NULL OR idx = ANY ($8)" as it was): pgx prepares a statement per
-// text and, after five runs on a connection, PostgreSQL may keep a generic
-// plan for any parameters, and the generic plan of that OR read every
-// result of the run to find a viewer page's 50 (0.3–0.4 s at 100,000
-// results, seen with auto_explain: docs/benchmarks.md, "Every page under
-// 50 ms"). TestScanResultsGenericPlan checks the plans.
+// statement's text, not tested on parameters (they were "NOT $3 OR …" and
+// "$8 IS NULL OR idx = ANY ($8)"): pgx prepares a statement per text and,
+// after five runs on a connection, PostgreSQL may keep a generic plan for
+// any parameters, and the generic plan of that OR read every result of the
+// run to find a viewer page's 50 (0.3–0.4 s at 100,000 results, seen with
+// auto_explain: docs/benchmarks.md, "Every page under 50 ms").
+// TestScanResultsGenericPlan checks the plans.
 func scanResultsSQL(failedOnly, withIndexes bool) string {
 	where := ""
 	if failedOnly {
