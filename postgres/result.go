@@ -311,21 +311,11 @@ func (s *Store) scanResults(ctx context.Context, runID string, q evalrun.ResultQ
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	rows, err := tx.Query(ctx, `SELECT r.idx, r.rep, r.item_id, CASE WHEN first AND NOT $9 THEN r.output END, r.error, r.error_kind,
-			r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
-			r.started_at, r.completed_at,
-			i.id, CASE WHEN first AND NOT $9 THEN i.input END, CASE WHEN first AND NOT $9 THEN i.expected END, CASE WHEN first THEN i.metadata END,
-			CASE WHEN first AND NOT ($7 OR $9) THEN r.trajectory END, CASE WHEN first AND NOT ($7 OR $9) THEN i.tool_mocks END,
-			CASE WHEN first AND NOT ($7 OR $9) THEN i.expected_trajectory END,
-			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
-		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2 AND (NOT $3::boolean OR error <> '')
-			AND ($8::integer[] IS NULL OR idx = ANY ($8::integer[]))
-			ORDER BY idx, rep LIMIT $4) r
-		LEFT JOIN dataset_items i ON i.dataset = $5 AND i.item_id = r.item_id
-			AND i.valid_from <= $6 AND (i.valid_to IS NULL OR i.valid_to > $6)
-		LEFT JOIN scores s ON s.run_id = $1 AND s.idx = r.idx AND s.rep = r.rep
-		CROSS JOIN LATERAL (SELECT COALESCE(s.pos, 0) = 0 AS first) f
-		ORDER BY r.idx, r.rep, s.pos`, runID, q.FromIndex, q.FailedOnly, limit, run.Dataset, version, q.SkipAgentData, indexes, q.SkipPayloads)
+	args := []any{runID, q.FromIndex, limit, run.Dataset, version, q.SkipAgentData, q.SkipPayloads}
+	if indexes != nil {
+		args = append(args, indexes)
+	}
+	rows, err := tx.Query(ctx, scanResultsSQL(q.FailedOnly, indexes != nil), args...)
 	if err != nil {
 		return fmt.Errorf("scan results of run %q: %w", runID, err)
 	}
@@ -484,4 +474,38 @@ func (s *Store) ScanResultKeys(ctx context.Context, runID string, fn func(evalru
 		return fmt.Errorf("scan result keys of run %q: %w", runID, err)
 	}
 	return nil
+}
+
+// scanResultsSQL is the statement of scanResults: $1 run, $2 first index,
+// $3 limit (NULL: none), $4 dataset, $5 its version, $6 SkipAgentData, $7
+// SkipPayloads and, with indexes, $8 the indexes. The filters are in the
+// statement's text, not tested on parameters (they were "NOT $3 OR …" and
+// "$8 IS NULL OR idx = ANY ($8)"): pgx prepares a statement per text and,
+// after five runs on a connection, PostgreSQL may keep a generic plan for
+// any parameters, and the generic plan of that OR read every result of the
+// run to find a viewer page's 50 (0.3–0.4 s at 100,000 results, seen with
+// auto_explain: docs/benchmarks.md, "Every page under 50 ms").
+// TestScanResultsGenericPlan checks the plans.
+func scanResultsSQL(failedOnly, withIndexes bool) string {
+	where := ""
+	if failedOnly {
+		where += ` AND error <> ''` // literal: the partial index results_failed applies
+	}
+	if withIndexes {
+		where += ` AND idx = ANY ($8::integer[])`
+	}
+	return `SELECT r.idx, r.rep, r.item_id, CASE WHEN first AND NOT $7 THEN r.output END, r.error, r.error_kind,
+			r.attempts, r.retry_count, r.latency_ns, r.input_tokens, r.output_tokens, r.cost_usd, r.trace_id, r.cache_hit,
+			r.started_at, r.completed_at,
+			i.id, CASE WHEN first AND NOT $7 THEN i.input END, CASE WHEN first AND NOT $7 THEN i.expected END, CASE WHEN first THEN i.metadata END,
+			CASE WHEN first AND NOT ($6 OR $7) THEN r.trajectory END, CASE WHEN first AND NOT ($6 OR $7) THEN i.tool_mocks END,
+			CASE WHEN first AND NOT ($6 OR $7) THEN i.expected_trajectory END,
+			s.pos, s.scorer, s.score, s.passed, s.reason, s.error, s.error_kind, s.input_tokens, s.output_tokens, s.cost_usd
+		FROM (SELECT * FROM results WHERE run_id = $1 AND idx >= $2` + where + `
+			ORDER BY idx, rep LIMIT $3) r
+		LEFT JOIN dataset_items i ON i.dataset = $4 AND i.item_id = r.item_id
+			AND i.valid_from <= $5 AND (i.valid_to IS NULL OR i.valid_to > $5)
+		LEFT JOIN scores s ON s.run_id = $1 AND s.idx = r.idx AND s.rep = r.rep
+		CROSS JOIN LATERAL (SELECT COALESCE(s.pos, 0) = 0 AS first) f
+		ORDER BY r.idx, r.rep, s.pos`
 }

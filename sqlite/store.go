@@ -81,7 +81,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	r := url.Values{"_pragma": {busy, "query_only(1)"}}
+	// mmap_size: readers map the file instead of a pread system call per
+	// page: a result's 10 KB output spans overflow pages that SQLite reads
+	// past its page cache, and those calls were 60% of the CPU of a viewer
+	// search page (1,000 outputs; docs/benchmarks.md, "Every page under
+	// 50 ms"). 2 GB is SQLite's default ceiling; pages past it are read.
+	r := url.Values{"_pragma": {busy, "query_only(1)", "mmap_size(2147418112)"}}
 	reader, err := sql.Open("sqlite", path+"?"+r.Encode())
 	if err != nil {
 		writer.Close()

@@ -350,6 +350,7 @@ func (s *Server) itemsPage(r *http.Request, run *evalrun.Run) (ItemQuery, *itemP
 		q.Size = s.opts.PageSize
 	}
 	q.searchBudget = s.opts.SearchBudget
+	q.counts = s.counts
 	p, err := queryItems(r.Context(), s.store, run, q)
 	if err != nil {
 		return q, nil, nil, err

@@ -57,6 +57,9 @@ type ItemQuery struct {
 	After []byte
 	// searchBudget is the server's Options.SearchBudget, not a parameter.
 	searchBudget int
+	// counts is the server's cache of finished runs' counts, not a
+	// parameter (nil: none).
+	counts *countCache
 }
 
 // maxCursor bounds the length of a from= cursor (an item id is in the
@@ -573,12 +576,25 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 	if rq.After != nil {
 		rq.Count = false // counted on the first page
 	}
+	key, cached := "", false
+	total := -1
+	if rq.Count {
+		key = countKey(run, q)
+		if total, cached = q.counts.get(key); cached {
+			rq.Count = false
+		}
+	}
 	// One more than the page: an input-order listing's next link names
 	// the next result (from=INDEX[.REPEAT], as it always did).
 	rq.Limit = q.Size + 1
 	p, err := pager.QueryResults(ctx, run.ID, rq)
 	if err != nil {
 		return nil, err
+	}
+	if cached {
+		p.Total = total
+	} else {
+		q.counts.put(key, p.Total)
 	}
 	page := &itemPage{Results: p.Results, Total: p.Total, Page: 1, Scanned: p.Scanned}
 	if p.Total >= 0 {

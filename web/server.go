@@ -77,6 +77,8 @@ type Server struct {
 	compares *memo[*compareView]
 	// experiments holds the experiment pages' data (report and index).
 	experiments *memo[*experimentData]
+	// counts holds the totals of finished runs' sorted listings.
+	counts *countCache
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -133,6 +135,8 @@ func New(store evalrun.Store, opts Options) (*Server, error) {
 	s.reports = newMemo[*report.Report](opts.CacheSize, opts.Clock, sem)
 	s.compares = newMemo[*compareView](max(opts.CacheSize/4, 4), opts.Clock, sem)
 	s.experiments = newMemo[*experimentData](max(opts.CacheSize/4, 4), opts.Clock, sem)
+	// A few words an entry: 4,096 listings' counts are ~1 MB at most.
+	s.counts = newCountCache(4096)
 	s.routes()
 	s.prewarmed = make(chan struct{})
 	go s.prewarm(opts.Prewarm)

@@ -213,9 +213,14 @@ func (b *PageSQL) searchClause(run *evalrun.Run, version int, search string) str
 		contains = func(text string) string { return "evalrun_search(" + text + ", " + b.arg(string(joined)) + ")" }
 	}
 	text := func(col string) string {
+		if b.Postgres && isASCII(needles) {
+			// Collation "C", whose lower() folds ASCII only: all an ASCII
+			// needle can match (as SQLite's LIKE above), and a byte loop
+			// instead of the locale's case mapping per character.
+			return "(convert_from(" + col + ", 'UTF8') COLLATE \"C\")"
+		}
 		if b.Postgres {
-			// convert_from's text is of collation "C", whose lower()
-			// folds ASCII only: the database's folds the rest.
+			// The database's collation folds the rest of Unicode.
 			return "(convert_from(" + col + ", 'UTF8') COLLATE \"default\")"
 		}
 		return col
