@@ -189,16 +189,27 @@ func writeHTMLHead(bw *bufio.Writer, rep *Report, opts HTMLOptions, lat *latency
 	return htmlTemplate().ExecuteTemplate(bw, "run", &d)
 }
 
-// htmlItem is one item row as the report shows it.
+// htmlItem is one item row as the report shows it. Its fields are
+// copied from the row rather than embedding it: the template looks up
+// each field by name, and a promoted field costs a search of the
+// embedded structs on every item.
 type htmlItem struct {
-	*ItemRow
-	Anchor                  string
-	In, Expected, Out       htmlValue
-	Err                     htmlValue
-	Scores                  []htmlItemScore
-	Calls                   []htmlCall
-	MoreCalls               int
-	ScorerFailed, AnyFailed bool
+	Index, Repeat, RetryCount int
+	ID                        string
+	Tags                      []string
+	LatencyMS                 *float64
+	Failed                    bool
+	ErrorKind                 *evalrun.ErrorKind
+	Adversarial               *AdversarialInfo
+	Steps, NumCalls           int
+	HasTrajectory             bool
+	Anchor                    string
+	In, Expected, Out         htmlValue
+	Err                       htmlValue
+	Scores                    []htmlItemScore
+	Calls                     []htmlCall
+	MoreCalls                 int
+	AnyFailed                 bool
 }
 
 type htmlItemScore struct {
@@ -216,11 +227,13 @@ type htmlCall struct {
 }
 
 func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
-	v := htmlItem{ItemRow: it, Anchor: itemAnchor(it.Index, it.Repeat),
+	v := htmlItem{Index: it.Index, Repeat: it.Repeat, RetryCount: it.RetryCount, ID: label(it.ID), Tags: it.Tags,
+		LatencyMS: it.LatencyMS, ErrorKind: it.ErrorKind, Adversarial: it.Adversarial, Steps: it.Steps,
+		NumCalls: len(it.Trajectory), HasTrajectory: len(it.Trajectory) > 0, Anchor: itemAnchor(it.Index, it.Repeat),
 		In: inputValue(it.Input), Expected: jsonValue(it.Expected), Out: jsonValue(it.Output)}
 	if it.Error != nil {
 		v.Err = textValue(*it.Error)
-		v.AnyFailed = true
+		v.Failed, v.AnyFailed = true, true
 	}
 	for i := range it.Scores {
 		s := &it.Scores[i]
@@ -228,7 +241,7 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 		switch {
 		case s.Error != nil:
 			hs.Text = textValue(*s.Error)
-			v.ScorerFailed, v.AnyFailed = true, true
+			v.AnyFailed = true
 		case s.Reason != nil:
 			hs.Text = textValue(*s.Reason)
 		default:

@@ -107,14 +107,18 @@ func writeExperimentHTMLHead(bw *bufio.Writer, e *Experiment, opts HTMLOptions) 
 	return htmlTemplate().ExecuteTemplate(bw, "experiment", &d)
 }
 
-// htmlExpItem is one item with every variant's result, in variant order.
+// htmlExpItem is one item with every variant's result, in variant order
+// (fields copied, not embedded, as in htmlItem).
 type htmlExpItem struct {
-	*ExperimentItem
-	Anchor      string
-	In, Expect  htmlValue
-	Cells       []htmlExpCell
-	AnyFailed   bool
-	NumVariants int
+	Index, Repeat int
+	ID            string
+	Tags          []string
+	Disagree      bool
+	Anchor        string
+	In, Expect    htmlValue
+	Cells         []htmlExpCell
+	AnyFailed     bool
+	NumVariants   int
 }
 
 type htmlExpCell struct {
@@ -128,7 +132,7 @@ type htmlExpCell struct {
 }
 
 func writeExperimentHTMLItem(bw *bufio.Writer, e *Experiment, scorers []string, it *ExperimentItem) error {
-	v := htmlExpItem{ExperimentItem: it, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
+	v := htmlExpItem{Index: it.Index, Repeat: it.Repeat, ID: label(it.ID), Tags: it.Tags, Disagree: it.Disagree, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
 		Expect: jsonValue(it.Expected), NumVariants: len(e.Variants)}
 	for i := range e.Variants {
 		name := e.Variants[i].Name

@@ -469,3 +469,31 @@ func checkHostile(t *testing.T, doc string) {
 		}
 	}
 }
+
+// BenchmarkWriteHTML writes the HTML report of 10,000 rows of 200-byte
+// values (M1's items) from memory; the figures of a streamed 100,000-item
+// report are in docs/benchmarks.md ("HTML report").
+func BenchmarkWriteHTML(b *testing.B) {
+	run := &evalrun.Run{ID: "20260102T030405-bench001", Name: "bench", Dataset: "d", DatasetVersion: 1,
+		Target: evalrun.TargetInfo{Kind: "echo"}, Scorers: []evalrun.ScorerInfo{{Name: "exact_match", Threshold: 0.5}},
+		Status: evalrun.RunCompleted, CreatedAt: t0, StartedAt: t0, CompletedAt: t0.Add(time.Second)}
+	const n = 10_000
+	rs := make([]*evalrun.ItemResult, n)
+	for i := range rs {
+		text := evalrun.String(fmt.Sprintf("item %06d: what is %d + %d?", i, i, i) + strings.Repeat(".", 170))
+		rs[i] = &evalrun.ItemResult{RunID: run.ID, Index: i, ItemID: fmt.Sprintf("i%06d", i),
+			Item: &evalrun.Item{ID: fmt.Sprintf("i%06d", i), Input: text, Expected: text}, Output: text, Attempts: 1,
+			Latency: time.Duration(i%1000) * time.Microsecond, Scores: []evalrun.ScorerResult{score("exact_match", 1, 0.5)}}
+	}
+	run.Total, run.Succeeded = n, n
+	rep := Build(run, rs)
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := WriteHTML(&buf, rep, HTMLOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len())/n, "bytes/item")
+}
