@@ -27,8 +27,9 @@ import (
 // script, no reference outside the file (every link is an in-page
 // #anchor), and a Content-Security-Policy that forbids both should
 // anything slip through. Everything from the run is written by
-// html/template, escaped as text; nothing user-supplied ever lands in an
-// attribute but the numbers the report computes.
+// html/template, escaped as text; attributes carry only what the report
+// computes (numbers, anchors built from item indexes), never a value from
+// the run.
 //
 // A report built [WithoutItems] is written by [WriteHTMLStream], reading
 // the rows from storage one at a time while it writes: the document is
@@ -179,9 +180,7 @@ func writeHTMLHead(bw *bufio.Writer, rep *Report, opts HTMLOptions, lat *latency
 		s := &rep.Scorers[i]
 		d.Scorers = append(d.Scorers, htmlScorer{ScorerStats: s, Hist: scoreHist(s.Histogram, s.Threshold)})
 	}
-	if h := lat.hist(); h != nil {
-		d.Latency = h
-	}
+	d.Latency = lat.hist()
 	d.Failures = rep.Failures[:min(len(rep.Failures), maxHTMLListRows)]
 	d.MoreFailures = len(rep.Failures) - len(d.Failures)
 	d.Flaky = rep.Flaky[:min(len(rep.Flaky), maxHTMLListRows)]
@@ -258,15 +257,15 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 			break
 		}
 		c := &it.Trajectory[i]
-		hc := htmlCall{Name: label(c.Name), Args: valueLine(c.Args), Mocked: c.Mocked, Latency: msText(c.LatencyMS)}
+		hc := htmlCall{Name: label(c.Name), Args: valueLine(c.Args), Mocked: c.Mocked}
+		if c.LatencyMS != nil {
+			hc.Latency = msText(c.LatencyMS)
+		}
 		switch {
 		case c.Error != nil:
 			hc.Result, hc.Error = truncate(*c.Error, maxShownValue), true
 		case c.Output != nil:
 			hc.Result = valueLine(c.Output)
-		}
-		if c.LatencyMS == nil {
-			hc.Latency = ""
 		}
 		v.Calls = append(v.Calls, hc)
 	}

@@ -193,6 +193,35 @@ func TestHTMLBounds(t *testing.T) {
 	}
 }
 
+// TestHTMLFailuresCapped: the failures table stops at maxHTMLListRows
+// and says how many more there are; every failed item is still listed.
+func TestHTMLFailuresCapped(t *testing.T) {
+	run := fixtureRun()
+	n := maxHTMLListRows + 5
+	var rs []*evalrun.ItemResult
+	for i := range n {
+		id := fmt.Sprintf("f%04d", i)
+		rs = append(rs, &evalrun.ItemResult{RunID: run.ID, Index: i, ItemID: id, Item: item(id, nil),
+			Error: "boom", ErrorKind: evalrun.ErrorPermanent, Attempts: 1})
+	}
+	run.Scorers, run.Total, run.Succeeded, run.Failed, run.PersistErrors = nil, n, 0, n, 0
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, Build(run, rs), HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(buf.String(), `<table class="grid" id="failure-table">`)
+	table, rest, _ := strings.Cut(table, "</table>")
+	if rows := strings.Count(table, "<tr><td><a href="); rows != maxHTMLListRows {
+		t.Errorf("%d failure rows, want %d", rows, maxHTMLListRows)
+	}
+	if !strings.Contains(rest, "and 5 more: every failed item below shows its error.") {
+		t.Error("no line saying how many failures are not listed")
+	}
+	if items := strings.Count(rest, `<article class="it f"`); items != n {
+		t.Errorf("%d failed items, want %d", items, n)
+	}
+}
+
 func TestLatencyHistogram(t *testing.T) {
 	for _, tc := range []struct {
 		max   float64
