@@ -165,7 +165,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	if fired := eval[bool](t, ctx, `window.__xss !== undefined`); fired {
 		t.Error("a handler from the dataset ran")
 	}
-	text := eval[string](t, ctx, `document.getElementById("i2").innerText`)
+	text := eval[string](t, ctx, `document.getElementById("i2").textContent`)
 	for _, want := range []string{`<script>alert("id")</script>`, `"><img src=x onerror="window.__xss=1">`, `<svg onload="window.__xss=1">`, "https://evil.example/</pre><iframe"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the attack item does not show %s as text:\n%s", want, text)
@@ -194,22 +194,53 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 
-	if !*screenshot && os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") != "1" {
-		return
+	update := *screenshot || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1"
+	if update {
+		if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 1700)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#i11 details").open = false`)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil || len(png) < 1000 {
+			t.Fatalf("screenshot: %v, %d bytes", err, len(png))
+		}
+		out := filepath.Join("..", "docs", "img", "report-html.png")
+		if err := os.WriteFile(out, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", out)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 1700)); err != nil {
+
+	// The experiment report: four variants side by side on one row at
+	// 1280 px, and no sideways scrolling of the page at 800 px either
+	// (wide tables scroll in their own box).
+	buf.Reset()
+	if err := WriteExperimentHTML(context.Background(), &buf, expFixtureBuilt(t), HTMLOptions{FailOn: conds[:1]}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#i11 details").open = false`)); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil || len(png) < 1000 {
-		t.Fatalf("screenshot: %v, %d bytes", err, len(png))
-	}
-	out := filepath.Join("..", "docs", "img", "report-html.png")
-	if err := os.WriteFile(out, png, 0o644); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s", out)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS("#hist-table svg.hist"))); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval[int](t, ctx, `new Set([...document.querySelectorAll("#i0 .xv > div")].map(d => Math.round(d.getBoundingClientRect().top))).size`); rows != 1 {
+		t.Errorf("the four variants of #i0 are on %d rows at 1280 px, want 1", rows)
+	}
+	for _, width := range []int64{1280, 800} {
+		if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
+			t.Fatal(err)
+		}
+		if over := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+			t.Errorf("experiment: at %d px the page scrolls sideways by %d px", width, over)
+		}
+	}
 }
