@@ -193,6 +193,32 @@ func TestHTMLBounds(t *testing.T) {
 	}
 }
 
+// TestHTMLRepeats: a run with repeats shows pass@k, pass^k and the flaky
+// items, and each repeat of an item has its own block and anchor.
+func TestHTMLRepeats(t *testing.T) {
+	rep := Build(repeatsRun(), repeatsResults())
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkHTML(t, buf.Bytes())
+	doc := buf.String()
+	k := rep.Repeats()
+	for _, want := range []string{
+		fmt.Sprintf(`<h2 id="repeats">Repeats (k = %d)</h2>`, k),
+		fmt.Sprintf(`<th class="n">pass@%d</th><th class="n">pass^%d</th>`, k, k),
+		fmt.Sprintf("<h3>Flaky items (%d)</h3>", len(rep.Flaky)),
+		`id="i0-2"`, `<span class="m">repeat 2</span>`,
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the report lacks %s", want)
+		}
+	}
+	if n := strings.Count(doc, "<article "); n != len(rep.Items) {
+		t.Errorf("%d item blocks, want %d", n, len(rep.Items))
+	}
+}
+
 // TestHTMLFailuresCapped: the failures table stops at maxHTMLListRows
 // and says how many more there are; every failed item is still listed.
 func TestHTMLFailuresCapped(t *testing.T) {
