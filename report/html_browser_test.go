@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/evalrun/evalrun"
@@ -193,6 +195,29 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("at %d px the page scrolls sideways by %d px", width, over)
 		}
 	}
+
+	// Printed, the folded values are open (a printout cannot click).
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#i11 details").open = false`)); err != nil {
+		t.Fatal(err)
+	}
+	if shown := eval[bool](t, ctx, `document.querySelector("#i11 details pre").checkVisibility()`); shown {
+		t.Error("on screen, a folded value is shown")
+	}
+	printMedia := func(media string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+			_, err := cdp.Call(ctx, target, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: media})
+			return err
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	printMedia("print")
+	if shown := eval[bool](t, ctx, `document.querySelector("#i11 details pre").checkVisibility()`); !shown {
+		t.Error("printed, a folded value is not shown")
+	}
+	printMedia("")
 
 	update := *screenshot || os.Getenv("EVALRUN_UPDATE_SCREENSHOTS") == "1"
 	if update {
