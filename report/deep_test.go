@@ -59,8 +59,10 @@ func TestDeepValuesRenderBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The HTML shows each value (five here) cut to maxHTMLValueBytes, which
+	// escaping may lengthen (a quote is 5 bytes as &#34;).
 	limits := map[Format]int{FormatJSON: len(compact) + 16<<10, FormatMarkdown: 16 << 10,
-		FormatTable: 16 << 10, FormatJUnit: 2*maxProblemBytes + 16<<10}
+		FormatTable: 16 << 10, FormatJUnit: 2*maxProblemBytes + 16<<10, FormatHTML: 1 << 20}
 	for _, f := range Formats {
 		var buf bytes.Buffer
 		if err := Write(&buf, rep, f); err != nil {

@@ -23,12 +23,14 @@
 //
 // Renderers: [WriteJSON] (the versioned contract, schema_version 3, validated
 // against docs/report.schema.json in tests), [WriteMarkdown] (PR comments and
-// CI step summaries), [WriteJUnit] (one test case per item) and
-// [WriteTerminal] (an aligned summary for people). For a run too big to
-// hold, build the report [WithoutItems] and write it with [WriteStream]
-// ([WriteJSONStream], [WriteJUnitStream]): the item rows are read from the
-// store one at a time while they are written, the output byte for byte the
-// same.
+// CI step summaries), [WriteJUnit] (one test case per item),
+// [WriteTerminal] (an aligned summary for people) and [WriteHTML] (one
+// self-contained page: inline CSS and SVG, no script, no reference out of
+// the file, everything from the run escaped by html/template). For a run
+// too big to hold, build the report [WithoutItems] and write it with
+// [WriteStream] ([WriteJSONStream], [WriteJUnitStream], [WriteHTMLStream]):
+// the item rows are read from the store one at a time while they are
+// written, the output byte for byte the same.
 //
 // [Compare] pairs the items of two reports by item id and repeat and gives,
 // per scorer, the mean delta with a paired bootstrap confidence interval and

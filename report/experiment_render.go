@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -149,11 +150,13 @@ func verdictMark(v *VariantSummary, scorer string) string {
 	return ""
 }
 
-// WriteExperiment renders e in format f: JSON, Markdown or the terminal
-// table (the default). JUnit has no experiment form: an error wrapping
-// [evalrun.ErrInvalid].
+// WriteExperiment renders e in format f: JSON, Markdown, HTML or the
+// terminal table (the default). JUnit has no experiment form: an error
+// wrapping [evalrun.ErrInvalid].
 func WriteExperiment(w io.Writer, e *Experiment, f Format) error {
 	switch f {
+	case FormatHTML:
+		return WriteExperimentHTML(context.Background(), w, e, HTMLOptions{})
 	case FormatJSON:
 		return WriteExperimentJSON(w, e)
 	case FormatMarkdown:
@@ -161,7 +164,7 @@ func WriteExperiment(w io.Writer, e *Experiment, f Format) error {
 	case FormatTable, "":
 		return WriteExperimentTable(w, e)
 	}
-	return fmt.Errorf("%w: an experiment report is written as table, json or markdown, not %q", evalrun.ErrInvalid, f)
+	return fmt.Errorf("%w: an experiment report is written as table, json, markdown or html, not %q", evalrun.ErrInvalid, f)
 }
 
 // WriteExperimentTable writes the experiment for the terminal: a header

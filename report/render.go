@@ -21,13 +21,15 @@ const (
 	FormatJUnit    Format = "junit"
 	// FormatTable is the terminal summary.
 	FormatTable Format = "table"
+	// FormatHTML is one self-contained HTML document ([WriteHTML]).
+	FormatHTML Format = "html"
 )
 
 // Formats lists the formats, for help texts and errors.
-var Formats = []Format{FormatTable, FormatJSON, FormatMarkdown, FormatJUnit}
+var Formats = []Format{FormatTable, FormatJSON, FormatMarkdown, FormatJUnit, FormatHTML}
 
 // ParseFormat returns the format with the given name ("table", "json",
-// "markdown" or "md", "junit" or "xml"). An unknown name is an error
+// "markdown" or "md", "junit" or "xml", "html" or "htm"). An unknown name is an error
 // wrapping [evalrun.ErrInvalid].
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -39,12 +41,15 @@ func ParseFormat(s string) (Format, error) {
 		return FormatMarkdown, nil
 	case "junit", "xml":
 		return FormatJUnit, nil
+	case "html", "htm":
+		return FormatHTML, nil
 	}
-	return "", fmt.Errorf("%w: unknown report format %q (use table, json, markdown or junit)", evalrun.ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown report format %q (use table, json, markdown, junit or html)", evalrun.ErrInvalid, s)
 }
 
 // FormatForPath returns the format a file name's extension asks for: .json,
-// .md or .markdown, .xml for JUnit, .txt for the table; ok is false for any
+// .md or .markdown, .xml for JUnit, .txt for the table, .html or .htm;
+// ok is false for any
 // other extension.
 func FormatForPath(path string) (f Format, ok bool) {
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -56,6 +61,8 @@ func FormatForPath(path string) (f Format, ok bool) {
 		return FormatJUnit, true
 	case ".txt":
 		return FormatTable, true
+	case ".html", ".htm":
+		return FormatHTML, true
 	}
 	return "", false
 }
@@ -69,6 +76,8 @@ func Write(w io.Writer, rep *Report, f Format) error {
 		return WriteMarkdown(w, rep, MarkdownOptions{})
 	case FormatJUnit:
 		return WriteJUnit(w, rep)
+	case FormatHTML:
+		return WriteHTML(w, rep, HTMLOptions{})
 	case FormatTable, "":
 		return WriteTerminal(w, rep)
 	}

@@ -159,21 +159,23 @@ func TestFormats(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
 		want Format
-	}{{"json", FormatJSON}, {"MD", FormatMarkdown}, {"markdown", FormatMarkdown}, {"junit", FormatJUnit}, {"xml", FormatJUnit}, {"table", FormatTable}} {
+	}{{"json", FormatJSON}, {"MD", FormatMarkdown}, {"markdown", FormatMarkdown}, {"junit", FormatJUnit}, {"xml", FormatJUnit}, {"table", FormatTable},
+		{"html", FormatHTML}, {"HTM", FormatHTML}} {
 		if got, err := ParseFormat(tt.in); err != nil || got != tt.want {
 			t.Errorf("ParseFormat(%q) = %q, %v", tt.in, got, err)
 		}
 	}
-	if _, err := ParseFormat("html"); !errors.Is(err, evalrun.ErrInvalid) {
-		t.Errorf("ParseFormat(html): err = %v, want ErrInvalid", err)
+	if _, err := ParseFormat("pdf"); !errors.Is(err, evalrun.ErrInvalid) {
+		t.Errorf("ParseFormat(pdf): err = %v, want ErrInvalid", err)
 	}
-	for path, want := range map[string]Format{"r.json": FormatJSON, "a/b.MD": FormatMarkdown, "junit.xml": FormatJUnit, "s.txt": FormatTable} {
+	for path, want := range map[string]Format{"r.json": FormatJSON, "a/b.MD": FormatMarkdown, "junit.xml": FormatJUnit, "s.txt": FormatTable,
+		"report.html": FormatHTML, "R.HTM": FormatHTML} {
 		if got, ok := FormatForPath(path); !ok || got != want {
 			t.Errorf("FormatForPath(%q) = %q, %v", path, got, ok)
 		}
 	}
-	if _, ok := FormatForPath("report.html"); ok {
-		t.Error("FormatForPath(.html) ok")
+	if _, ok := FormatForPath("report.pdf"); ok {
+		t.Error("FormatForPath(.pdf) ok")
 	}
 	rep := fixtureReport(t)
 	for _, f := range Formats {

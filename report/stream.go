@@ -47,8 +47,8 @@ func (src ItemSource) scan(ctx context.Context, fn func(*ItemRow) error) error {
 }
 
 // WriteStream renders rep in format f to w like [Write], reading the item
-// rows the format needs (JSON, JUnit) from src instead of rep.Items, which
-// is ignored for them. Table and Markdown need no rows: they are written
+// rows the format needs (JSON, JUnit, HTML) from src instead of rep.Items,
+// which is ignored for them. Table and Markdown need no rows: they are written
 // from rep alone.
 func WriteStream(ctx context.Context, w io.Writer, rep *Report, f Format, src ItemSource) error {
 	switch f {
@@ -56,6 +56,8 @@ func WriteStream(ctx context.Context, w io.Writer, rep *Report, f Format, src It
 		return WriteJSONStream(ctx, w, rep, src)
 	case FormatJUnit:
 		return WriteJUnitStream(ctx, w, rep, src)
+	case FormatHTML:
+		return WriteHTMLStream(ctx, w, rep, src, HTMLOptions{})
 	}
 	return Write(w, rep, f)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
 	"github.com/evalrun/evalrun/internal/redact"
+	"github.com/evalrun/evalrun/report"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -513,4 +514,34 @@ func VariantOf(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
 	}
 	return rc.Variant, nil
+}
+
+// FailOnOf returns the fail_on conditions of the suite stored in a run
+// config (see [Suite.RunConfig]) without building the suite: those of the
+// suite file (a --fail-on given on the command line is not stored). A
+// config that is not a suite, or a condition that does not parse, is an
+// error wrapping [evalrun.ErrInvalid].
+func FailOnOf(raw json.RawMessage) ([]report.Condition, error) {
+	var rc runConfig
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Format != RunConfigFormat || len(rc.Suite) == 0 {
+		return nil, fmt.Errorf("%w: the run's stored config is not a suite this evalrun reads", evalrun.ErrInvalid)
+	}
+	var s struct {
+		FailOn json.RawMessage `json:"fail_on"`
+	}
+	if err := json.Unmarshal(rc.Suite, &s); err != nil {
+		return nil, fmt.Errorf("%w: the run's stored suite: %v", evalrun.ErrInvalid, err)
+	}
+	if len(s.FailOn) == 0 || string(s.FailOn) == "null" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(s.FailOn, &list); err != nil {
+		var one string
+		if json.Unmarshal(s.FailOn, &one) != nil {
+			return nil, fmt.Errorf("%w: the run's stored fail_on is neither a condition nor a list of them", evalrun.ErrInvalid)
+		}
+		list = []string{one}
+	}
+	return report.ParseConditions(list)
 }

@@ -100,7 +100,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		// process's Ctrl-C, whose cause Wait returns instead.
 		cause = errCanceled
 	}
-	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
+	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files, p.conditions)
 	st.saveReport(bg, pg, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
 }

@@ -382,7 +382,7 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 		return errors.Join(fmt.Errorf("experiment %s: build the report: %w", x.id, err),
 			st.experimentVerdict(x, nil, p))
 	}
-	writeErr := st.writeExperimentReports(e, stdoutFormat, files)
+	writeErr := st.writeExperimentReports(bg, e, stdoutFormat, files, p.conditions)
 	storeFailed := false
 	for _, v := range x.variants {
 		if errors.Is(v.sum.Err, engine.ErrStoreFailed) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +12,10 @@ import (
 )
 
 // experimentTargets is reportTargets for an experiment report, which has
-// three forms: the terminal matrix (table, .txt), JSON (.json) and
-// Markdown (.md). JUnit is refused: one JUnit file for several variants
-// would be ambiguous (which variant is the test suite?), and each
-// variant's run has its own (evalrun report RUN_ID -o junit.xml). There is
-// no HTML file (reportTargets says so): the viewer (evalrun serve) shows
-// the experiment.
+// four forms: the terminal matrix (table, .txt), JSON (.json), Markdown
+// (.md) and HTML (.html). JUnit is refused: one JUnit file for several
+// variants would be ambiguous (which variant is the test suite?), and each
+// variant's run has its own (evalrun report RUN_ID -o junit.xml).
 func experimentTargets(format string, paths []string) (report.Format, []reportFile, error) {
 	stdout, files, err := reportTargets(format, paths)
 	if err != nil {
@@ -24,7 +23,7 @@ func experimentTargets(format string, paths []string) (report.Format, []reportFi
 	}
 	const junitHelp = "JUnit has no form for an experiment (one file for several variants would be ambiguous): " +
 		"write a variant's with evalrun report RUN_ID -o junit.xml (the runs' ids are printed when the experiment starts), " +
-		"or use .json, .md or .txt here"
+		"or use .json, .md, .html or .txt here"
 	if stdout == report.FormatJUnit {
 		return "", nil, invalidf("--format junit: %s", junitHelp)
 	}
@@ -36,9 +35,12 @@ func experimentTargets(format string, paths []string) (report.Format, []reportFi
 	return stdout, files, nil
 }
 
-// writeExperiment writes e in format f.
-func writeExperiment(w io.Writer, e *report.Experiment, f report.Format) error {
+// writeExperiment writes e in format f; the HTML report shows failOn, the
+// fail_on gates, with each variant's verdicts.
+func writeExperiment(ctx context.Context, w io.Writer, e *report.Experiment, f report.Format, failOn []report.Condition) error {
 	switch f {
+	case report.FormatHTML:
+		return report.WriteExperimentHTML(ctx, w, e, report.HTMLOptions{FailOn: failOn})
 	case report.FormatJSON:
 		return report.WriteExperimentJSON(w, e)
 	case report.FormatMarkdown:
@@ -52,13 +54,14 @@ func writeExperiment(w io.Writer, e *report.Experiment, f report.Format) error {
 // writeExperimentReports writes e to standard output and to every file,
 // as writeReports does for a run: every file it can, the errors of the
 // others returned.
-func (st *State) writeExperimentReports(e *report.Experiment, stdout report.Format, files []reportFile) error {
+func (st *State) writeExperimentReports(ctx context.Context, e *report.Experiment, stdout report.Format, files []reportFile,
+	failOn []report.Condition) error {
 	var errs []error
-	if err := writeExperiment(st.Stdout, e, stdout); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if err := writeExperiment(ctx, st.Stdout, e, stdout, failOn); err != nil && !errors.Is(err, syscall.EPIPE) {
 		errs = append(errs, fmt.Errorf("write the experiment report to standard output: %w", err))
 	}
 	for _, f := range files {
-		if err := writeFile(f.path, func(w *os.File) error { return writeExperiment(w, e, f.format) }); err != nil {
+		if err := writeFile(f.path, func(w *os.File) error { return writeExperiment(ctx, w, e, f.format, failOn) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -672,7 +672,6 @@ func TestExperimentVariantSelection(t *testing.T) {
 		{[]string{"--resume", "exp-20990101T000000-00000000", "--variant", "a"}, "--variant cannot be used with --resume"},
 		{[]string{suite, "-o", filepath.Join(b.dir, "junit.xml")}, "JUnit has no form for an experiment"},
 		{[]string{suite, "--format", "junit"}, "--format junit: JUnit has no form for an experiment"},
-		{[]string{suite, "-o", filepath.Join(b.dir, "x.html")}, "evalrun serve"},
 		{[]string{suite, "--outputs", filepath.Join(b.dir, "o.jsonl")}, "--outputs cannot be used with a suite with variants"},
 		// Distributed mode runs experiments (experiment_distributed.go), on PostgreSQL only.
 		{[]string{suite, "--distributed"}, "distributed mode needs PostgreSQL"},

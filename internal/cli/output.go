@@ -38,13 +38,10 @@ func reportTargets(format string, paths []string) (report.Format, []reportFile, 
 		f, ok := report.FormatForPath(p)
 		switch {
 		case ok:
-		case strings.EqualFold(filepath.Ext(p), ".html"), strings.EqualFold(filepath.Ext(p), ".htm"):
-			return "", nil, invalidf("-o %s: reports are written as .json, .md, .xml (JUnit) or .txt; "+
-				"the HTML pages of runs and experiments are the viewer's (evalrun serve)", p)
 		case format != "":
 			f = stdout
 		default:
-			return "", nil, invalidf("-o %s: cannot tell the format from the extension (use .json, .md, .xml or .txt, or give --format)", p)
+			return "", nil, invalidf("-o %s: cannot tell the format from the extension (use .json, .md, .xml, .html or .txt, or give --format)", p)
 		}
 		files = append(files, reportFile{path: p, format: f})
 	}
@@ -53,11 +50,21 @@ func reportTargets(format string, paths []string) (report.Format, []reportFile, 
 
 // writeReports writes rep to standard output and to every file. When src
 // is not nil, rep was built without its item rows ([report.WithoutItems])
-// and the formats that list them (JSON, JUnit) stream them from src while
-// writing, so that memory does not grow with the run; the output is the
-// same. It writes every file it can and returns the errors of the others.
-func (st *State) writeReports(ctx context.Context, rep *report.Report, src *report.ItemSource, stdout report.Format, files []reportFile) error {
+// and the formats that list them (JSON, JUnit, HTML) stream them from src
+// while writing, so that memory does not grow with the run; the output is
+// the same. The HTML report shows failOn, the run's fail_on gates, with
+// their verdicts. It writes every file it can and returns the errors of
+// the others.
+func (st *State) writeReports(ctx context.Context, rep *report.Report, src *report.ItemSource, stdout report.Format, files []reportFile,
+	failOn []report.Condition) error {
 	write := func(w io.Writer, f report.Format) error {
+		if f == report.FormatHTML {
+			opts := report.HTMLOptions{FailOn: failOn}
+			if src != nil {
+				return report.WriteHTMLStream(ctx, w, rep, *src, opts)
+			}
+			return report.WriteHTML(w, rep, opts)
+		}
 		if src != nil {
 			return report.WriteStream(ctx, w, rep, f, *src)
 		}

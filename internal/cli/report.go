@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/report"
+	"github.com/evalrun/evalrun/suite"
 )
 
 func init() {
@@ -25,16 +26,18 @@ func newReportCmd(st *State) *cobra.Command {
 		Short: "Rebuild a stored run's (or experiment's) report",
 		Long: `Rebuild the report of a stored run from storage (the same report evalrun run
 printed and wrote) and print it (--format, default the table) and write every -o
-FILE (format from the extension: .json, .md, .xml for JUnit, .txt; else --format).
+FILE (format from the extension: .json, .md, .xml for JUnit, .html, .txt; else
+--format). The HTML report is one self-contained file (no script, no link out)
+with the run's summary, its suite's fail_on gates and every item.
 
 --experiment EXPERIMENT_ID (or an experiment id, "exp-…", as the argument)
 rebuilds the experiment report of a suite with variants from its runs' stored
 results: the matrix, each variant against the baseline, the items side by side
-(.json, .md or .txt; no JUnit). RUN_ID of one variant's run gives that run's
+(.json, .md, .html or .txt; no JUnit). RUN_ID of one variant's run gives that run's
 own report, as for any run.`,
 		Example: `  evalrun report RUN_ID
   evalrun report RUN_ID --format markdown >> "$GITHUB_STEP_SUMMARY"
-  evalrun report RUN_ID -o report.json -o junit.xml
+  evalrun report RUN_ID -o report.json -o junit.xml -o report.html
   evalrun report --experiment exp-20260101T101500-3f9a1c2b -o experiment.json -o experiment.md`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if experiment != "" {
@@ -58,14 +61,14 @@ own report, as for any run.`,
 				if err != nil {
 					return notFound(err, "run "+a[0], "evalrun runs list shows the runs")
 				}
-				err = st.writeReports(ctx, rep, src, stdout, targets)
+				err = st.writeReports(ctx, rep, src, stdout, targets, st.storedFailOn(ctx, store, a[0], stdout, targets))
 				st.saveReportIfMissing(ctx, store, rep)
 				return err
 			})
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "output", "o", nil, "write the report to FILE (repeatable)")
-	cmd.Flags().StringVar(&format, "format", "", "table, json, markdown or junit (an experiment: table, json or markdown)")
+	cmd.Flags().StringVar(&format, "format", "", "table, json, markdown, junit or html (an experiment: table, json, markdown or html)")
 	cmd.Flags().StringVar(&experiment, "experiment", "", "rebuild the report of experiment EXPERIMENT_ID (a suite with variants)")
 	_ = cmd.RegisterFlagCompletionFunc("format", formatCompletion)
 	return cmd
@@ -97,12 +100,33 @@ func (st *State) experimentReport(cmd *cobra.Command, id, format string, files [
 		if err != nil {
 			return fmt.Errorf("experiment %s: %w", id, err)
 		}
-		err = st.writeExperimentReports(e, stdout, targets)
+		err = st.writeExperimentReports(ctx, e, stdout, targets, st.storedFailOn(ctx, store, exp.Runs[0].ID, stdout, targets))
 		for _, r := range exp.Runs {
 			st.saveReportIfMissing(ctx, store, e.Report(r.Variant))
 		}
 		return err
 	})
+}
+
+// storedFailOn returns the fail_on conditions of the suite stored with run
+// id, for the gates of an HTML report; none when no HTML is written. The
+// run's --fail-on flags were not stored: only the suite file's are known.
+// A config that cannot be read gives none, with a warning: the report is
+// still written.
+func (st *State) storedFailOn(ctx context.Context, store evalrun.RunStore, id string, stdout report.Format, files []reportFile) []report.Condition {
+	if stdout != report.FormatHTML && !slices.ContainsFunc(files, func(f reportFile) bool { return f.format == report.FormatHTML }) {
+		return nil
+	}
+	run, err := store.GetRun(ctx, id)
+	if err != nil || len(run.Config) == 0 {
+		return nil // a library run stores no suite: no gates to show
+	}
+	conds, err := suite.FailOnOf(run.Config)
+	if err != nil {
+		fmt.Fprintf(st.Stderr, "warning: run %s: the HTML report shows no fail_on gates: %v\n", id, err)
+		return nil
+	}
+	return conds
 }
 
 func newCompareCmd(st *State) *cobra.Command {

@@ -49,8 +49,8 @@ a terminal, a plain line every few seconds otherwise, nothing with --quiet.
 
 Execution flags override the suite's execution options. -o FILE (repeatable)
 writes a report; its format comes from the extension (.json, .md, .xml for
-JUnit, .txt for the table), else from --format. --format also sets what goes to
-standard output (default: the table).
+JUnit, .html for one self-contained page, .txt for the table), else from
+--format. --format also sets what goes to standard output (default: the table).
 
 The first Ctrl-C (SIGINT or SIGTERM) stops gracefully: no new items, in-flight
 ones are canceled, the partial summary and every report are written and the
@@ -113,7 +113,7 @@ Exit codes: 0 clean, 1 errors or a breached fail_on, 2 bad usage/config/input,
 	fl.StringVar(&f.outputs, "outputs", "", `score saved outputs from this JSONL file ({"id", "output"} per line) instead of calling the target`)
 	fl.StringVar(&f.resume, "resume", "", "finish the interrupted run RUN_ID (or every variant of experiment EXP_ID)")
 	fl.StringArrayVarP(&f.outFiles, "output", "o", nil, "write a report to FILE (repeatable; format from the extension or --format)")
-	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown or junit (standard output and -o files without a known extension)")
+	fl.StringVar(&f.format, "format", "", "report format: table, json, markdown, junit or html (standard output and -o files without a known extension)")
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, `fail (exit 1) when this condition holds, e.g. "pass_rate(exact_match) < 0.9" (repeatable; added to the suite's fail_on)`)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	fl.StringArrayVar(&f.variants, "variant", nil, "run only this variant of a suite with variants (repeatable; suite order is kept, the first is the baseline)")
@@ -256,7 +256,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		}
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
-	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
+	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files, p.conditions)
 	if storeFailed {
 		st.whereResultsAre(sum, files, writeErr, p.resume, "evalrun run --resume "+rec.ID+p.dbFlag)
 	} else {
