@@ -142,7 +142,7 @@ or improved. An item whose target or scorer failed in one run counts there as a
 failure (score 0, not passed); "pass A" and "pass B" are the pass rates over the
 paired items. When the runs share no items (different datasets), it says so on
 standard error and in the comparison. Markdown by default, JSON with --json; -o FILE writes to a file
-(.json for JSON, anything else Markdown).`,
+(.json for JSON; .html, .htm and .xml are refused; anything else Markdown).`,
 		Example: `  evalrun compare RUN_A RUN_B
   evalrun compare RUN_A RUN_B --json
   evalrun compare RUN_A RUN_B -o comparison.md`,
@@ -172,6 +172,11 @@ standard error and in the comparison. Markdown by default, JSON with --json; -o 
 				if out != "" {
 					fmtJSON := asJSON
 					if f, ok := report.FormatForPath(out); ok {
+						// A comparison has two renderings; a .html or .xml
+						// file holding Markdown would mislead whoever opens it.
+						if f == report.FormatHTML || f == report.FormatJUnit {
+							return invalidf("-o %s: a comparison is written as Markdown (.md) or JSON (.json), not %s", out, f)
+						}
 						fmtJSON = f == report.FormatJSON
 					}
 					return writeFile(out, func(f *os.File) error { return write(f, fmtJSON) })
