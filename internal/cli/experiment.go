@@ -383,6 +383,7 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 			st.experimentVerdict(x, nil, p))
 	}
 	writeErr := st.writeExperimentReports(e, stdoutFormat, files)
+	st.stepSummaryExperiment(e)
 	storeFailed := false
 	for _, v := range x.variants {
 		if errors.Is(v.sum.Err, engine.ErrStoreFailed) {

@@ -257,6 +257,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files)
+	st.stepSummaryRun(rep)
 	if storeFailed {
 		st.whereResultsAre(sum, files, writeErr, p.resume, "evalrun run --resume "+rec.ID+p.dbFlag)
 	} else {

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/evalrun/evalrun/report"
+)
+
+// stepSummaryEnv names the file GitHub Actions shows as the step's summary
+// (https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions#adding-a-job-summary).
+const stepSummaryEnv = "GITHUB_STEP_SUMMARY"
+
+// stepSummaryLimit is GitHub's limit on a step's summary file: past it the
+// runner drops the whole summary ("upload aborted, supports content up to
+// a size of 1024k"), so an append never makes the file larger.
+const stepSummaryLimit = 1 << 20
+
+// stepSummaryBlockLimit bounds what one command appends, so that several
+// evalrun commands in one step (run, then compare) each fit. The run's
+// Markdown lists its failures and flaky items capped already; this catches
+// what grows with the run anyway (one cohort row per tag).
+const stepSummaryBlockLimit = 256 << 10
+
+// stepSummaryRun appends the Markdown of a run's report (the same as
+// --format markdown) to $GITHUB_STEP_SUMMARY when it is set.
+func (st *State) stepSummaryRun(rep *report.Report) {
+	st.appendStepSummary("run "+rep.Run.ID, func(w io.Writer) error {
+		return report.WriteMarkdown(w, rep, report.MarkdownOptions{})
+	})
+}
+
+// stepSummaryExperiment appends an experiment's Markdown report to
+// $GITHUB_STEP_SUMMARY when it is set.
+func (st *State) stepSummaryExperiment(e *report.Experiment) {
+	st.appendStepSummary("experiment "+e.Experiment.ID, func(w io.Writer) error {
+		return report.WriteExperimentMarkdown(w, e)
+	})
+}
+
+// stepSummaryCompare appends a comparison's Markdown to
+// $GITHUB_STEP_SUMMARY when it is set.
+func (st *State) stepSummaryCompare(c *report.Comparison) {
+	st.appendStepSummary("comparison of "+c.A.ID+" and "+c.B.ID, func(w io.Writer) error {
+		return report.WriteComparisonMarkdown(w, c, report.MarkdownOptions{})
+	})
+}
+
+// appendStepSummary renders a block of Markdown and appends it to the
+// file named by $GITHUB_STEP_SUMMARY (nothing when unset or empty). The
+// file is opened for appending and never truncated: what other steps'
+// tools wrote before stays. The block is rendered whole first, then
+// written in one write, so a failed render writes nothing; a block that
+// would pass [stepSummaryBlockLimit] or make the file pass
+// [stepSummaryLimit] is cut at a line with a note saying so. Any failure
+// is one warning on standard error: the summary is a courtesy, it never
+// changes the command's exit code.
+func (st *State) appendStepSummary(what string, render func(io.Writer) error) {
+	path := st.Getenv(stepSummaryEnv)
+	if path == "" {
+		return
+	}
+	warn := func(format string, args ...any) {
+		fmt.Fprintf(st.Stderr, "warning: %s: the summary of the %s was not appended to %s: %s (the exit code is unchanged)\n",
+			stepSummaryEnv, lineText(what), lineText(path), fmt.Sprintf(format, args...))
+	}
+	var block bytes.Buffer
+	if err := render(&block); err != nil {
+		warn("%v", err)
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		warn("%v", err)
+		return
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	out := stepSummaryBlock(block.Bytes(), size, lastByte(path, size), min(stepSummaryBlockLimit, stepSummaryLimit-size))
+	if out == nil {
+		warn("the file has %d bytes, near GitHub's limit of %d bytes per step summary", size, stepSummaryLimit)
+		return
+	}
+	n, err := f.Write(out)
+	if err == nil && n < len(out) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		if n > 0 {
+			warn("only %d of %d bytes were written, the summary is incomplete: %v", n, len(out), err)
+			return
+		}
+		warn("%v", err)
+	}
+}
+
+// lastByte is the last byte of the file at path of the given size, '\n'
+// when it cannot be read (or the file is empty).
+func lastByte(path string, size int64) byte {
+	if size <= 0 {
+		return '\n'
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return '\n'
+	}
+	defer f.Close()
+	b := []byte{'\n'}
+	if _, err := f.ReadAt(b, size-1); err != nil {
+		return '\n'
+	}
+	return b[0]
+}
+
+// stepSummaryBlock is what to append to a summary file of size bytes whose
+// last byte is last: block, after a blank line when the file has content
+// (so that its heading starts a new section whatever the previous tool
+// left), cut at the end of a line with a note when the whole would exceed
+// budget bytes. It is nil when not even the note fits.
+func stepSummaryBlock(block []byte, size int64, last byte, budget int64) []byte {
+	var sep string
+	switch {
+	case size == 0:
+	case last == '\n':
+		sep = "\n"
+	default:
+		sep = "\n\n"
+	}
+	if len(block) > 0 && block[len(block)-1] != '\n' {
+		block = append(block, '\n')
+	}
+	if int64(len(sep)+len(block)) <= budget {
+		return append([]byte(sep), block...)
+	}
+	// Cut: keep whole lines and say how much is missing and where it is.
+	note := func(lines, n int) string {
+		return fmt.Sprintf("\n… summary cut here: %d more lines (%d bytes) not shown, to stay within GitHub's limit "+
+			"of 1 MiB per step summary. The full report is in the report files (-o report.json, report.md).\n", lines, n)
+	}
+	room := budget - int64(len(sep)+len(note(len(block), len(block))))
+	if room < 0 {
+		return nil
+	}
+	keep := bytes.LastIndexByte(block[:room], '\n') + 1 // 0: no whole line fits
+	rest := block[keep:]
+	out := make([]byte, 0, budget)
+	out = append(out, sep...)
+	out = append(out, block[:keep]...)
+	return append(out, note(bytes.Count(rest, []byte{'\n'}), len(rest))...)
+}
