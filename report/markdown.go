@@ -184,6 +184,11 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	return bw.Flush()
 }
 
+// MarkdownText is s made safe in Markdown as [WriteMarkdown] makes the
+// run's text: one line, Markdown punctuation escaped, HTML, mentions and
+// links neutralized.
+func MarkdownText(s string) string { return mdEscape(s) }
+
 // mdEscape makes s safe in a Markdown table cell: one line, pipes and
 // Markdown punctuation escaped, HTML neutralized, and nothing GitHub would
 // act on: an @mention (which notifies people), an autolinked URL or

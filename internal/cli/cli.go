@@ -40,6 +40,9 @@ type State struct {
 	Now func() time.Time
 
 	lookup suite.Env
+	// summary is what the command appends to $GITHUB_STEP_SUMMARY as it
+	// ends (stepsummary.go); nil for none.
+	summary *stepSummary
 	// ran is set once a command's own code starts, so that an error before
 	// it is known to be a usage error (exit code 2).
 	ran bool
@@ -113,6 +116,7 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 		err = usageError(err)
 	}
 	code = ExitCode(err)
+	st.flushStepSummary(code)
 	var se *suite.Error
 	switch {
 	case err == nil, silent(err):

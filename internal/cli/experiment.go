@@ -506,6 +506,7 @@ func (st *State) experimentVerdict(x *experiment, e *report.Experiment, p *prepa
 			reasons = append(reasons, "fail_on breached: "+b.String())
 		}
 	}
+	st.stepSummaryReasons(reasons)
 	if len(reasons) > 0 {
 		fmt.Fprintf(st.Stderr, "experiment %s finished with problems:\n", x.id)
 		for _, r := range reasons {

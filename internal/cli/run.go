@@ -284,6 +284,7 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 	for _, b := range report.Evaluate(rep, p.conditions) {
 		reasons = append(reasons, "fail_on breached: "+b.String())
 	}
+	st.stepSummaryReasons(reasons)
 	if len(reasons) == 0 {
 		return nil
 	}

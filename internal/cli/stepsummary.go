@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/evalrun/evalrun/report"
 )
@@ -24,28 +25,96 @@ const stepSummaryLimit = 1 << 20
 // what grows with the run anyway (one cohort row per tag).
 const stepSummaryBlockLimit = 256 << 10
 
-// stepSummaryRun appends the Markdown of a run's report (the same as
-// --format markdown) to $GITHUB_STEP_SUMMARY when it is set.
+// stepSummary is the Markdown block a command appends to
+// $GITHUB_STEP_SUMMARY when it ends ([State.flushStepSummary]), so that
+// the block can say how the command ended: its exit code and why.
+type stepSummary struct {
+	what   string // "run ID", for warnings
+	render func(io.Writer) error
+	// verdict puts a result line (exit code, reasons) under the heading.
+	verdict bool
+	// reasons are why a run is not clean, as the verdict printed them.
+	reasons []string
+}
+
+// stepSummaryRun makes the Markdown of a run's report (the same as
+// --format markdown) the step summary of this command, with its verdict.
 func (st *State) stepSummaryRun(rep *report.Report) {
-	st.appendStepSummary("run "+rep.Run.ID, func(w io.Writer) error {
+	st.summary = &stepSummary{what: "run " + rep.Run.ID, verdict: true, render: func(w io.Writer) error {
 		return report.WriteMarkdown(w, rep, report.MarkdownOptions{})
-	})
+	}}
 }
 
-// stepSummaryExperiment appends an experiment's Markdown report to
-// $GITHUB_STEP_SUMMARY when it is set.
+// stepSummaryExperiment makes an experiment's Markdown report the step
+// summary of this command, with its verdict.
 func (st *State) stepSummaryExperiment(e *report.Experiment) {
-	st.appendStepSummary("experiment "+e.Experiment.ID, func(w io.Writer) error {
+	st.summary = &stepSummary{what: "experiment " + e.Experiment.ID, verdict: true, render: func(w io.Writer) error {
 		return report.WriteExperimentMarkdown(w, e)
+	}}
+}
+
+// stepSummaryCompare makes a comparison's Markdown the step summary of
+// this command.
+func (st *State) stepSummaryCompare(c *report.Comparison) {
+	st.summary = &stepSummary{what: "comparison of " + c.A.ID + " and " + c.B.ID, render: func(w io.Writer) error {
+		return report.WriteComparisonMarkdown(w, c, report.MarkdownOptions{})
+	}}
+}
+
+// stepSummaryReasons records why the run is not clean for the step
+// summary's verdict (nothing when none is pending).
+func (st *State) stepSummaryReasons(reasons []string) {
+	if st.summary != nil {
+		st.summary.reasons = reasons
+	}
+}
+
+// flushStepSummary appends the command's step summary, if it made one,
+// with the exit code it ends with.
+func (st *State) flushStepSummary(code int) {
+	s := st.summary
+	if s == nil {
+		return
+	}
+	st.summary = nil
+	st.appendStepSummary(s.what, func(w io.Writer) error {
+		if !s.verdict {
+			return s.render(w)
+		}
+		var md bytes.Buffer
+		if err := s.render(&md); err != nil {
+			return err
+		}
+		// The result goes right under the heading (the block's first
+		// line, then a blank line), where a reader looks first.
+		head, rest, _ := bytes.Cut(md.Bytes(), []byte("\n\n"))
+		w.Write(head)
+		io.WriteString(w, "\n\n"+verdictMarkdown(code, s.reasons)+"\n")
+		_, err := w.Write(rest)
+		return err
 	})
 }
 
-// stepSummaryCompare appends a comparison's Markdown to
-// $GITHUB_STEP_SUMMARY when it is set.
-func (st *State) stepSummaryCompare(c *report.Comparison) {
-	st.appendStepSummary("comparison of "+c.A.ID+" and "+c.B.ID, func(w io.Writer) error {
-		return report.WriteComparisonMarkdown(w, c, report.MarkdownOptions{})
-	})
+// verdictMarkdown is the result paragraph of a run's step summary.
+func verdictMarkdown(code int, reasons []string) string {
+	var b strings.Builder
+	switch code {
+	case ExitOK:
+		return "**Result: passed** (exit code 0): no target or scorer errors, every fail_on holds.\n"
+	case ExitInterrupted:
+		fmt.Fprintf(&b, "**Result: interrupted** (exit code %d): the summary is partial; `evalrun run --resume` finishes the run.\n", code)
+	default:
+		fmt.Fprintf(&b, "**Result: failed** (exit code %d)", code)
+		if len(reasons) == 0 {
+			b.WriteString(": see the step's log.\n")
+		} else {
+			b.WriteString("\n\n")
+		}
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(&b, "- %s\n", report.MarkdownText(r))
+	}
+	return b.String()
 }
 
 // appendStepSummary renders a block of Markdown and appends it to the

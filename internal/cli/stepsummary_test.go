@@ -45,10 +45,19 @@ func runIDOf(t *testing.T, stderr string) string {
 	return m[1]
 }
 
+// withResult is the Markdown md with the result paragraph under its
+// heading, as the step summary has it.
+func withResult(md, result string) string {
+	head, rest, _ := strings.Cut(md, "\n\n")
+	return head + "\n\n" + result + "\n" + rest
+}
+
+const passed = "**Result: passed** (exit code 0): no target or scorer errors, every fail_on holds.\n"
+
 // Two runs append two blocks after what an earlier step wrote (a file
 // without a final newline): nothing is truncated, each block is exactly
-// the Markdown of --format markdown, after a blank line, under a heading
-// naming the suite and the run.
+// the Markdown of --format markdown with the result under its heading
+// (which names the suite and the run), after a blank line.
 func TestStepSummaryAppendsEveryRun(t *testing.T) {
 	b, path := summaryBundle(t)
 	const earlier = "# Build\n\nall green"
@@ -71,7 +80,7 @@ func TestStepSummaryAppendsEveryRun(t *testing.T) {
 		if i == 0 {
 			sep = "\n\n" // the earlier step's text had no final newline
 		}
-		want += sep + stdout
+		want += sep + withResult(stdout, passed)
 		if got := readFile(t, path); got != want {
 			t.Fatalf("after run %d the summary file is\n%q\nwant\n%q", i, got, want)
 		}
@@ -123,7 +132,9 @@ fail_on: ["pass_rate(exact_match) < 0.9"]
 	}
 	got := readFile(t, path)
 	id := runIDOf(t, stderr)
-	if got != stdout || !strings.HasPrefix(got, "## evalrun: gate, run `"+id+"` — completed") ||
+	result := "**Result: failed** (exit code 1)\n\n- 1 of 3 items failed (target errors)\n" +
+		"- fail\\_on breached: pass\\_rate(exact\\_match) &lt; 0.9 (actual 0.5)\n"
+	if got != withResult(stdout, result) || !strings.HasPrefix(got, "## evalrun: gate, run `"+id+"` — completed\n\n**Result: failed**") ||
 		!strings.Contains(got, "### Failures (1)") {
 		t.Errorf("summary:\n%s\nstdout:\n%s", got, stdout)
 	}
@@ -161,7 +172,8 @@ func TestStepSummaryOnInterruptedRun(t *testing.T) {
 		t.Fatalf("exit %d, want 130\n%s", o.code, o.stderr)
 	}
 	got := readFile(t, path)
-	if !strings.HasPrefix(got, "## evalrun: cli-test, run `"+runIDOf(t, o.stderr)+"` — canceled\n") ||
+	if !strings.HasPrefix(got, "## evalrun: cli-test, run `"+runIDOf(t, o.stderr)+"` — canceled\n\n"+
+		"**Result: interrupted** (exit code 130): the summary is partial; `evalrun run --resume` finishes the run.\n") ||
 		!strings.Contains(got, "| 3 | 1 | 0 | 2 |") { // total, succeeded, failed, skipped
 		t.Errorf("summary of the interrupted run:\n%s", got)
 	}
@@ -195,7 +207,8 @@ func TestStepSummaryCompare(t *testing.T) {
 	}
 }
 
-// An experiment appends the experiment's Markdown.
+// An experiment appends the experiment's Markdown, with the variants'
+// problems when there are.
 func TestStepSummaryExperiment(t *testing.T) {
 	b, path := summaryBundle(t)
 	srv := newVariantServer(t)
@@ -206,8 +219,21 @@ func TestStepSummaryExperiment(t *testing.T) {
 	}
 	expID, _ := experimentIDs(t, stderr)
 	got := readFile(t, path)
-	if got != stdout || !strings.HasPrefix(got, "## evalrun experiment: exp-test, experiment `"+expID+"`\n") {
+	if got != withResult(stdout, passed) || !strings.HasPrefix(got, "## evalrun experiment: exp-test, experiment `"+expID+"`\n") {
 		t.Errorf("summary:\n%s\nstdout:\n%s", got, stdout)
+	}
+
+	suite = b.variantSuite(srv.URL, 0, []string{"good", "broken"}, "")
+	code, stdout, stderr = b.run("run", suite, "-q", "--format", "markdown")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	_, runs := experimentIDs(t, stderr)
+	broken := "- variant broken (run " + runs["broken"] + "): "
+	result := "**Result: failed** (exit code 1)\n\n" + broken + "the run failed: every item failed\n" +
+		broken + "3 of 3 items failed (target errors)\n"
+	if after := readFile(t, path); after != got+"\n"+withResult(stdout, result) {
+		t.Errorf("summary after a failing experiment:\n%s", after[len(got):])
 	}
 }
 
@@ -265,13 +291,14 @@ func bigReport(n, tags int) *report.Report {
 // near GitHub's 1 MiB, the file stays within 1 MiB; at the limit nothing
 // is appended and standard error says why.
 func TestStepSummaryBoundedOnBigRun(t *testing.T) {
-	rep := bigReport(100_000, 10_000)
-	var full bytes.Buffer
-	if err := report.WriteMarkdown(&full, rep, report.MarkdownOptions{}); err != nil {
+	rep := bigReport(100_000, 20_000)
+	var md strings.Builder
+	if err := report.WriteMarkdown(&md, rep, report.MarkdownOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if full.Len() <= stepSummaryBlockLimit {
-		t.Fatalf("the fixture's Markdown is %d bytes: too small to test the cap", full.Len())
+	full := withResult(md.String(), verdictMarkdown(ExitFailed, nil))
+	if len(full) <= stepSummaryBlockLimit {
+		t.Fatalf("the fixture's Markdown is %d bytes: too small to test the cap", len(full))
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "summary.md")
@@ -279,15 +306,16 @@ func TestStepSummaryBoundedOnBigRun(t *testing.T) {
 	st := &State{Stderr: &stderr, Env: []string{stepSummaryEnv + "=" + path}}
 
 	st.stepSummaryRun(rep)
+	st.flushStepSummary(ExitFailed)
 	got := readFile(t, path)
 	if len(got) > stepSummaryBlockLimit {
 		t.Errorf("the block is %d bytes, over %d", len(got), stepSummaryBlockLimit)
 	}
 	body, note, ok := strings.Cut(got, "\n… summary cut here: ")
-	if !ok || !strings.HasPrefix(full.String(), body) || !strings.HasSuffix(body, "|\n") {
+	if !ok || !strings.HasPrefix(full, body) || !strings.HasSuffix(body, "|\n") {
 		t.Fatalf("not a prefix of whole lines then the note:\n%s", got[max(len(got)-500, 0):])
 	}
-	rest := full.String()[len(body):]
+	rest := full[len(body):]
 	if want := fmt.Sprintf("%d more lines (%d bytes) not shown, to stay within GitHub's limit of 1 MiB per step summary.",
 		strings.Count(rest, "\n"), len(rest)); !strings.HasPrefix(note, want) {
 		t.Errorf("note %q, want it to start %q", note, want)
@@ -302,6 +330,7 @@ func TestStepSummaryBoundedOnBigRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.stepSummaryRun(rep)
+	st.flushStepSummary(ExitFailed)
 	got = readFile(t, path)
 	if !strings.HasPrefix(got, string(filler)) || len(got) > stepSummaryLimit || len(got) < stepSummaryLimit-1024 ||
 		!strings.Contains(got, "… summary cut here: ") {
@@ -311,6 +340,7 @@ func TestStepSummaryBoundedOnBigRun(t *testing.T) {
 	// At the limit: nothing appended, one warning.
 	before := got
 	st.stepSummaryRun(rep)
+	st.flushStepSummary(ExitFailed)
 	if got := readFile(t, path); got != before {
 		t.Errorf("appended %d bytes to a full summary", len(got)-len(before))
 	}
