@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/suite"
 )
 
@@ -43,6 +44,8 @@ type State struct {
 	// summary is what the command appends to $GITHUB_STEP_SUMMARY as it
 	// ends (stepsummary.go); nil for none.
 	summary *stepSummary
+	// scrub is the suite's secret scrubber once scrubOutput ran; nil before.
+	scrub *redact.Scrubber
 	// ran is set once a command's own code starts, so that an error before
 	// it is known to be a usage error (exit code 2).
 	ran bool
@@ -53,6 +56,7 @@ type State struct {
 // reports are scrubbed where they are made).
 func (st *State) scrubOutput(s *suite.Suite) {
 	st.Stdout, st.Stderr = s.Scrubber().Writer(st.Stdout), s.Scrubber().Writer(st.Stderr)
+	st.scrub = s.Scrubber()
 }
 
 // Getenv returns the value of an environment variable, "" when unset.

@@ -140,6 +140,13 @@ func (st *State) appendStepSummary(what string, render func(io.Writer) error) {
 		warn("%v", err)
 		return
 	}
+	if st.scrub != nil {
+		// As for standard output and error: the last line of defence
+		// behind the report's own scrubbing (the file is published).
+		clean := st.scrub.String(block.String())
+		block.Reset()
+		block.WriteString(clean)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		warn("%v", err)

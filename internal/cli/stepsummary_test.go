@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/report"
 )
 
@@ -383,5 +387,40 @@ func TestStepSummaryBlockCut(t *testing.T) {
 	}
 	if out := stepSummaryBlock(block, 10, '\n', 100); out != nil {
 		t.Errorf("a budget smaller than the note: %q", out)
+	}
+}
+
+// A secret of the suite that a target sends back never reaches the
+// summary, whose file GitHub publishes.
+func TestStepSummaryScrubsSecrets(t *testing.T) {
+	const secret = "tok-5e4d3c2b1a09"
+	b, path := summaryBundle(t)
+	b.env = append(b.env, "TOKEN="+secret)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest) // the error message quotes the body
+		fmt.Fprintf(w, "bad token %s", r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	suite := b.httpSuite(srv.URL)
+	code, stdout, stderr := b.run("run", suite, "-q", "--format", "markdown")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	got := readFile(t, path)
+	if !strings.Contains(got, "bad token") || !strings.Contains(stdout, "bad token") {
+		t.Fatalf("the target's message is not in the summary:\n%s", got)
+	}
+	if strings.Contains(got, secret) {
+		t.Errorf("the summary has the secret:\n%s", got)
+	}
+
+	// Behind the report's own scrubbing, the suite's scrubber sees the
+	// block as it sees standard output.
+	st := &State{Stderr: io.Discard, Env: b.env, scrub: &redact.Scrubber{}}
+	st.scrub.Add(secret)
+	before := got
+	st.appendStepSummary("test", func(w io.Writer) error { _, err := io.WriteString(w, "leak "+secret+"\n"); return err })
+	if got := readFile(t, path); got != before+"\nleak "+redact.Mask+"\n" {
+		t.Errorf("appended %q", got[len(before):])
 	}
 }
