@@ -30,6 +30,7 @@ const stepSummaryBlockLimit = 256 << 10
 // the block can say how the command ended: its exit code and why.
 type stepSummary struct {
 	what   string // "run ID", for warnings
+	id     string // what --resume takes
 	render func(io.Writer) error
 	// verdict puts a result line (exit code, reasons) under the heading.
 	verdict bool
@@ -40,7 +41,7 @@ type stepSummary struct {
 // stepSummaryRun makes the Markdown of a run's report (the same as
 // --format markdown) the step summary of this command, with its verdict.
 func (st *State) stepSummaryRun(rep *report.Report) {
-	st.summary = &stepSummary{what: "run " + rep.Run.ID, verdict: true, render: func(w io.Writer) error {
+	st.summary = &stepSummary{what: "run " + rep.Run.ID, id: rep.Run.ID, verdict: true, render: func(w io.Writer) error {
 		return report.WriteMarkdown(w, rep, report.MarkdownOptions{})
 	}}
 }
@@ -48,7 +49,7 @@ func (st *State) stepSummaryRun(rep *report.Report) {
 // stepSummaryExperiment makes an experiment's Markdown report the step
 // summary of this command, with its verdict.
 func (st *State) stepSummaryExperiment(e *report.Experiment) {
-	st.summary = &stepSummary{what: "experiment " + e.Experiment.ID, verdict: true, render: func(w io.Writer) error {
+	st.summary = &stepSummary{what: "experiment " + e.Experiment.ID, id: e.Experiment.ID, verdict: true, render: func(w io.Writer) error {
 		return report.WriteExperimentMarkdown(w, e)
 	}}
 }
@@ -89,27 +90,33 @@ func (st *State) flushStepSummary(code int) {
 		// line, then a blank line), where a reader looks first.
 		head, rest, _ := bytes.Cut(md.Bytes(), []byte("\n\n"))
 		w.Write(head)
-		io.WriteString(w, "\n\n"+verdictMarkdown(code, s.reasons)+"\n")
+		io.WriteString(w, "\n\n"+verdictMarkdown(code, s.id, s.reasons)+"\n")
 		_, err := w.Write(rest)
 		return err
 	})
 }
 
-// verdictMarkdown is the result paragraph of a run's step summary.
-func verdictMarkdown(code int, reasons []string) string {
+// verdictMarkdown is the result paragraph of the step summary of run
+// (or experiment) id, which ended with exit code code for reasons.
+func verdictMarkdown(code int, id string, reasons []string) string {
 	var b strings.Builder
 	switch code {
 	case ExitOK:
 		return "**Result: passed** (exit code 0): no target or scorer errors, every fail_on holds.\n"
 	case ExitInterrupted:
-		fmt.Fprintf(&b, "**Result: interrupted** (exit code %d): the summary is partial; `evalrun run --resume` finishes the run.\n", code)
-	default:
+		fmt.Fprintf(&b, "**Result: interrupted** (exit code %d): the summary is partial; `evalrun run --resume %s` finishes the run.\n",
+			code, strings.ReplaceAll(lineText(id), "`", "'")) // ids are evalrun's own; a code span shows them as they are
+	case ExitFailed:
 		fmt.Fprintf(&b, "**Result: failed** (exit code %d)", code)
 		if len(reasons) == 0 {
-			b.WriteString(": see the step's log.\n")
-		} else {
-			b.WriteString("\n\n")
+			b.WriteString(": see the step's log.") // an error after the run, such as a report not written
 		}
+		b.WriteString("\n")
+	default:
+		fmt.Fprintf(&b, "**Result: failed** (exit code %d): see the step's log.\n", code)
+	}
+	if len(reasons) > 0 {
+		b.WriteString("\n")
 	}
 	for _, r := range reasons {
 		fmt.Fprintf(&b, "- %s\n", report.MarkdownText(r))

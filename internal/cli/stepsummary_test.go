@@ -177,7 +177,7 @@ func TestStepSummaryOnInterruptedRun(t *testing.T) {
 	}
 	got := readFile(t, path)
 	if !strings.HasPrefix(got, "## evalrun: cli-test, run `"+runIDOf(t, o.stderr)+"` — canceled\n\n"+
-		"**Result: interrupted** (exit code 130): the summary is partial; `evalrun run --resume` finishes the run.\n") ||
+		"**Result: interrupted** (exit code 130): the summary is partial; `evalrun run --resume "+runIDOf(t, o.stderr)+"` finishes the run.\n") ||
 		!strings.Contains(got, "| 3 | 1 | 0 | 2 |") { // total, succeeded, failed, skipped
 		t.Errorf("summary of the interrupted run:\n%s", got)
 	}
@@ -300,7 +300,7 @@ func TestStepSummaryBoundedOnBigRun(t *testing.T) {
 	if err := report.WriteMarkdown(&md, rep, report.MarkdownOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	full := withResult(md.String(), verdictMarkdown(ExitFailed, nil))
+	full := withResult(md.String(), verdictMarkdown(ExitFailed, rep.Run.ID, nil))
 	if len(full) <= stepSummaryBlockLimit {
 		t.Fatalf("the fixture's Markdown is %d bytes: too small to test the cap", len(full))
 	}
@@ -422,5 +422,27 @@ func TestStepSummaryScrubsSecrets(t *testing.T) {
 	st.appendStepSummary("test", func(w io.Writer) error { _, err := io.WriteString(w, "leak "+secret+"\n"); return err })
 	if got := readFile(t, path); got != before+"\nleak "+redact.Mask+"\n" {
 		t.Errorf("appended %q", got[len(before):])
+	}
+}
+
+func TestVerdictMarkdown(t *testing.T) {
+	for _, tc := range []struct {
+		code    int
+		reasons []string
+		want    string
+	}{
+		{0, nil, passed},
+		{1, []string{"2 of 3 items failed (target errors)", "fail_on breached: failed > 0 (actual 2)"},
+			"**Result: failed** (exit code 1)\n\n- 2 of 3 items failed (target errors)\n- fail\\_on breached: failed &gt; 0 (actual 2)\n"},
+		{1, nil, "**Result: failed** (exit code 1): see the step's log.\n"},
+		{2, nil, "**Result: failed** (exit code 2): see the step's log.\n"},
+		{130, nil, "**Result: interrupted** (exit code 130): the summary is partial; `evalrun run --resume r1` finishes the run.\n"},
+		{130, []string{"variant b (run r2): 1 of 3 items failed (target errors)"},
+			"**Result: interrupted** (exit code 130): the summary is partial; `evalrun run --resume r1` finishes the run.\n\n" +
+				"- variant b (run r2): 1 of 3 items failed (target errors)\n"},
+	} {
+		if got := verdictMarkdown(tc.code, "r1", tc.reasons); got != tc.want {
+			t.Errorf("%d %q:\n%q\nwant\n%q", tc.code, tc.reasons, got, tc.want)
+		}
 	}
 }
