@@ -446,3 +446,27 @@ func TestVerdictMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// A distributed run appends its summary as a local run does (skipped
+// without TEST_DATABASE_URL).
+func TestStepSummaryDistributed(t *testing.T) {
+	b, suite := setupPostgres(t)
+	path := filepath.Join(b.dir, "step_summary.md")
+	b.env = append(b.env, stepSummaryEnv+"="+path)
+	ctx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan int, 1)
+	go func() {
+		code, _, _ := b.main(ctx, nil, "worker", "--concurrency", "2")
+		workerDone <- code
+	}()
+	code, stdout, stderr := b.run("run", suite, "--distributed", "-q", "--format", "markdown")
+	stopWorker()
+	<-workerDone
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	got := readFile(t, path)
+	if got != withResult(stdout, passed) || !strings.HasPrefix(got, "## evalrun: cli-test, run `"+strings.Fields(stderr)[1]+"` — completed\n") {
+		t.Errorf("summary:\n%s\nstdout:\n%s", got, stdout)
+	}
+}
