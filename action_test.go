@@ -410,7 +410,8 @@ func TestActionInstall(t *testing.T) {
 		{"", "", "latest"},
 		{"", "v1.4.0", "v1.4.0"},
 		{"v1.5.0", "v1.4.0", "v1.5.0"},
-		{"main; touch pwned", "", "main; touch pwned"},
+		{" v1.5.0\n", "", "v1.5.0"},
+		{"main; touch pwned", "", "main;touchpwned"}, // a version has no spaces: they are dropped
 	} {
 		h := newHarness(t)
 		h.inputs["version"] = strings.ReplaceAll(tc.version, "touch pwned", "touch "+filepath.Join(h.root, "pwned"))
@@ -419,15 +420,21 @@ func TestActionInstall(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%+v: exit %d\n%s", tc, code, log)
 		}
-		want := []string{"install", pkg + strings.ReplaceAll(tc.want, "touch pwned", "touch "+filepath.Join(h.root, "pwned"))}
+		want := []string{"install", pkg + strings.ReplaceAll(tc.want, "touchpwned", "touch"+filepath.Join(h.root, "pwned"))}
 		if got := h.argv("go"); !slices.Equal(got, want) {
 			t.Errorf("%+v: go got %q, want %q", tc, got, want)
 		}
 		h.noCommandRan()
 		gobin, _ := os.ReadFile(filepath.Join(h.stubs, "go.gobin"))
 		path, _ := os.ReadFile(filepath.Join(h.root, "temp", "path"))
-		if len(gobin) == 0 || strings.TrimSpace(string(path)) != string(gobin) || !strings.Contains(log, "evalrun stub") {
-			t.Errorf("%+v: GOBIN %q, GITHUB_PATH %q\n%s", tc, gobin, path, log)
+		if len(gobin) == 0 || strings.TrimSpace(string(path)) != string(gobin) || !strings.Contains(log, "evalrun stub") ||
+			h.outputs["install"]["path"] != filepath.Join(string(gobin), "evalrun") {
+			t.Errorf("%+v: GOBIN %q, GITHUB_PATH %q, outputs %v\n%s", tc, gobin, path, h.outputs["install"], log)
+		}
+		// The run step runs the evalrun just installed, not one on PATH.
+		h.inputs["suite"] = "s.yaml"
+		if code, log := h.step("run"); code != 0 || !strings.Contains(log, "evalrun stub") {
+			t.Errorf("%+v: the run step did not run the installed evalrun: exit %d\n%s", tc, code, log)
 		}
 	}
 }
