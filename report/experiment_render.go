@@ -262,7 +262,11 @@ func WriteExperimentMarkdown(w io.Writer, e *Experiment) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	info := &e.Experiment
 	conf := e.confidenceText()
-	p("## evalrun experiment: %s\n\n", mdEscape(label(cmpOr(info.Name, info.ID))))
+	title := mdEscape(label(info.ID))
+	if info.Name != "" && info.Name != info.ID {
+		title = fmt.Sprintf("%s, experiment `%s`", mdEscape(label(info.Name)), mdCode(label(info.ID)))
+	}
+	p("## evalrun experiment: %s\n\n", title)
 	p("| experiment | dataset | baseline | variants | items |\n| --- | --- | --- | ---: | ---: |\n")
 	p("| `%s` | %s | %s | %d | %s |\n\n", mdCode(label(info.ID)), mdEscape(datasetText(info.Dataset)),
 		mdEscape(label(info.Baseline)), len(e.Variants), e.itemsText())

@@ -166,7 +166,7 @@ func TestExperimentMarkdown(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"## evalrun experiment: support-bot\n",
+		"## evalrun experiment: support-bot, experiment `exp-20260102T030405-00000001`\n",
 		"| `exp-20260102T030405-00000001` | support v3 | mini | 4 | 11 |",
 		"| variant | target | run | status | exact | judge | macro |",
 		"| **mini** (baseline) | openai gpt-mini | `20260102T030405-mini` | completed | 40.0% [16.8–68.7] | 90.0% [59.6–98.2] | 65.0% |",

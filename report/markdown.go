@@ -44,11 +44,13 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	run := &rep.Run
 
-	title := run.Name
-	if title == "" {
-		title = run.ID
+	// The heading names the suite and the run: several blocks in one CI
+	// step summary (or comments on one pull request) stay apart.
+	title := mdEscape(run.ID)
+	if run.Name != "" && run.Name != run.ID {
+		title = fmt.Sprintf("%s, run `%s`", mdEscape(run.Name), mdCode(run.ID))
 	}
-	p("## evalrun: %s — %s\n\n", mdEscape(title), run.Status)
+	p("## evalrun: %s — %s\n\n", title, run.Status)
 	p("| run | dataset | target | total | succeeded | failed | skipped | duration |\n")
 	p("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	p("| `%s` | %s | %s | %d | %d | %d | %d | %s |\n\n",
@@ -181,6 +183,11 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 	}
 	return bw.Flush()
 }
+
+// MarkdownText is s made safe in Markdown as [WriteMarkdown] makes the
+// run's text: one line, Markdown punctuation escaped, HTML, mentions and
+// links neutralized.
+func MarkdownText(s string) string { return mdEscape(s) }
 
 // mdEscape makes s safe in a Markdown table cell: one line, pipes and
 // Markdown punctuation escaped, HTML neutralized, and nothing GitHub would

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/evalrun/evalrun/internal/redact"
 	"github.com/evalrun/evalrun/suite"
 )
 
@@ -40,6 +41,11 @@ type State struct {
 	Now func() time.Time
 
 	lookup suite.Env
+	// summary is what the command appends to $GITHUB_STEP_SUMMARY as it
+	// ends (stepsummary.go); nil for none.
+	summary *stepSummary
+	// scrub is the suite's secret scrubber once scrubOutput ran; nil before.
+	scrub *redact.Scrubber
 	// ran is set once a command's own code starts, so that an error before
 	// it is known to be a usage error (exit code 2).
 	ran bool
@@ -50,6 +56,7 @@ type State struct {
 // reports are scrubbed where they are made).
 func (st *State) scrubOutput(s *suite.Suite) {
 	st.Stdout, st.Stderr = s.Scrubber().Writer(st.Stdout), s.Scrubber().Writer(st.Stderr)
+	st.scrub = s.Scrubber()
 }
 
 // Getenv returns the value of an environment variable, "" when unset.
@@ -113,6 +120,7 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 		err = usageError(err)
 	}
 	code = ExitCode(err)
+	st.flushStepSummary(code)
 	var se *suite.Error
 	switch {
 	case err == nil, silent(err):

@@ -101,6 +101,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		cause = errCanceled
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files, p.conditions)
+	st.stepSummaryRun(rep)
 	st.saveReport(bg, pg, rep)
 	return errors.Join(writeErr, st.verdict(rep, sum, p, cause))
 }

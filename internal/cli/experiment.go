@@ -383,6 +383,7 @@ func (st *State) runExperiment(cmd *cobra.Command, store evalrun.Store, p *prepa
 			st.experimentVerdict(x, nil, p))
 	}
 	writeErr := st.writeExperimentReports(bg, e, stdoutFormat, files, p.conditions)
+	st.stepSummaryExperiment(e)
 	storeFailed := false
 	for _, v := range x.variants {
 		if errors.Is(v.sum.Err, engine.ErrStoreFailed) {
@@ -505,6 +506,7 @@ func (st *State) experimentVerdict(x *experiment, e *report.Experiment, p *prepa
 			reasons = append(reasons, "fail_on breached: "+b.String())
 		}
 	}
+	st.stepSummaryReasons(reasons)
 	if len(reasons) > 0 {
 		fmt.Fprintf(st.Stderr, "experiment %s finished with problems:\n", x.id)
 		for _, r := range reasons {

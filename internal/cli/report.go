@@ -163,6 +163,7 @@ standard error and in the comparison. Markdown by default, JSON with --json; -o 
 				for _, w := range c.Warnings {
 					fmt.Fprintf(st.Stderr, "warning: %s\n", w)
 				}
+				st.stepSummaryCompare(c)
 				write := func(f *os.File, json bool) error {
 					if json {
 						return report.WriteComparisonJSON(f, c)

@@ -257,6 +257,7 @@ func (st *State) run(cmd *cobra.Command, path string, f *runFlags) error {
 		return fmt.Errorf("run %s: build the report from storage: %w", rec.ID, err)
 	}
 	writeErr := st.writeReports(bg, rep, src, stdoutFormat, files, p.conditions)
+	st.stepSummaryRun(rep)
 	if storeFailed {
 		st.whereResultsAre(sum, files, writeErr, p.resume, "evalrun run --resume "+rec.ID+p.dbFlag)
 	} else {
@@ -283,6 +284,7 @@ func (st *State) verdict(rep *report.Report, sum *evalrun.Summary, p *prepared, 
 	for _, b := range report.Evaluate(rep, p.conditions) {
 		reasons = append(reasons, "fail_on breached: "+b.String())
 	}
+	st.stepSummaryReasons(reasons)
 	if len(reasons) == 0 {
 		return nil
 	}
