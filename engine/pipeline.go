@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"math"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/cache"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/retry"
 )
 
@@ -102,7 +106,26 @@ func (p *Pipeline) Scorers() []evalrun.Scorer { return p.scorers }
 // Process executes and scores one item. It always returns a result. When
 // ctx was cancelled before or during the item, the result's ErrorKind is
 // evalrun.ErrorCanceled: the item counts as skipped and must not be stored.
+//
+// Inside a traced run (ctx carries the run's span, or a distributed run's
+// span context) the item gets a span, a child of it, with children per
+// target attempt and per scorer; see docs/observability.md. A result whose
+// target named no trace of its own then carries the item span's trace id.
 func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item, index, repeat int) *evalrun.ItemResult {
+	ctx, span := tracing.Start(ctx, tracing.SpanItem, trace.SpanKindInternal)
+	res := p.process(ctx, runID, item, index, repeat)
+	if span.IsRecording() {
+		if res.TraceID == "" && res.ErrorKind != evalrun.ErrorCanceled {
+			res.TraceID = span.SpanContext().TraceID().String()
+		}
+		tracing.DescribeItem(span, res)
+	}
+	span.End()
+	return res
+}
+
+// process is Process within the item's span.
+func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item, index, repeat int) *evalrun.ItemResult {
 	clock := p.opts.Clock
 	res := &evalrun.ItemResult{
 		RunID:     runID,
@@ -130,8 +153,14 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 
 	var out evalrun.Output
 	var failedTrajectory *evalrun.Trajectory
-	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, _ int) error {
+	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, n int) error {
+		actx, span := tracing.Start(actx, tracing.SpanAttempt, trace.SpanKindInternal)
 		o, err := p.attempt(actx, item)
+		if span.IsRecording() {
+			span.SetAttributes(tracing.Attempt.Int(n+1))
+			tracing.Fail(span, err)
+		}
+		span.End()
 		if err != nil {
 			// The last failed attempt's trajectory (an agent that looped
 			// past max_steps, a call no mock answers) is the one a failed
@@ -339,11 +368,16 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte,
 func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
 	s := p.scorers[i]
 	r.Scorer = s.Name()
+	ctx, span := tracing.Start(ctx, tracing.SpanScore, trace.SpanKindInternal)
 	defer func() {
 		if v := recover(); v != nil {
 			p.opts.Logger.Error("scorer panicked", "scorer", r.Scorer, "item", in.Item.ID, "panic", v)
 			r = evalrun.ScorerResult{Scorer: s.Name(), Error: fmt.Sprintf("scorer panicked: %v", v), ErrorKind: evalrun.ErrorPanic}
 		}
+		if span.IsRecording() {
+			describeScore(span, &r)
+		}
+		span.End()
 	}()
 	sc, err := s.Score(ctx, in)
 	r.Usage = sc.Usage
@@ -364,6 +398,18 @@ func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (
 	r.Passed = v >= p.thresholds[i]
 	r.Reason = sc.Reason
 	return r
+}
+
+// describeScore sets a scorer's verdict on its span.
+func describeScore(span trace.Span, r *evalrun.ScorerResult) {
+	span.SetAttributes(tracing.ScorerName.String(r.Scorer))
+	if r.Score != nil {
+		span.SetAttributes(tracing.Score.Float64(*r.Score), tracing.ScorePassed.Bool(r.Passed))
+	}
+	if r.Error != "" {
+		span.SetAttributes(tracing.ErrorKind.String(string(r.ErrorKind)))
+		span.SetStatus(codes.Error, r.Error)
+	}
 }
 
 func plural(n int) string {

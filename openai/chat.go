@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -266,13 +267,24 @@ func (t *ChatTarget) send(ctx context.Context, req *chatRequest) (*chatResponse,
 	if body, err = setParams(body, t.params); err != nil {
 		return nil, 0, t.cl.classify(ctx, &exchange{}, err)
 	}
+	ctx, span := tracing.StartModelCall(ctx, "chat", t.model)
 	ex, err := t.cl.post(ctx, t.url, body)
 	if err != nil {
+		tracing.EndModelCall(span, evalrun.UsageOf(err), err)
 		return nil, ex.status, err
 	}
 	resp := new(chatResponse)
 	if err := json.Unmarshal(ex.body, resp); err != nil {
-		return nil, ex.status, malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+		err = malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+		tracing.EndModelCall(span, evalrun.Usage{}, err)
+		return nil, ex.status, err
+	}
+	if span.IsRecording() {
+		var tokens tokenCount
+		tokens.add(resp)
+		tracing.EndModelCall(span, tokens.usage(nil), nil)
+	} else {
+		span.End()
 	}
 	return resp, ex.status, nil
 }
@@ -488,17 +500,21 @@ func (m *ChatModel) Chat(ctx context.Context, req evalrun.ChatRequest) (evalrun.
 	if err != nil {
 		return evalrun.ChatResponse{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
 	}
+	ctx, span := tracing.StartModelCall(ctx, "chat", m.model)
 	ex, err := m.cl.post(ctx, m.url, body)
 	if err != nil {
+		tracing.EndModelCall(span, evalrun.UsageOf(err), err)
 		return evalrun.ChatResponse{}, err
 	}
 	var resp chatResponse
 	if err := decode(&ex, &resp); err != nil {
+		tracing.EndModelCall(span, evalrun.Usage{}, err)
 		return evalrun.ChatResponse{}, err
 	}
 	var tokens tokenCount
 	tokens.add(&resp)
 	u := tokens.usage(m.price)
+	tracing.EndModelCall(span, u, nil)
 	if len(resp.Choices) == 0 {
 		return evalrun.ChatResponse{}, malformed(ex.status, fmt.Errorf("no choices"), u)
 	}
