@@ -157,7 +157,7 @@ func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item
 		actx, span := tracing.Start(actx, tracing.SpanAttempt, trace.SpanKindInternal)
 		o, err := p.attempt(actx, item)
 		if span.IsRecording() {
-			span.SetAttributes(tracing.Attempt.Int(n+1))
+			span.SetAttributes(tracing.Attempt.Int(n + 1))
 			tracing.Fail(span, err)
 		}
 		span.End()

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tiktoken-go/tokenizer"
+	tokencodec "github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
@@ -329,11 +329,13 @@ func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
 // tokenCounter returns the name of model's encoding and a function counting
 // a text's tokens in it.
 func tokenCounter(model string) (string, func(string) int64) {
-	codec, err := tokenizer.ForModel(tokenizer.Model(model))
-	if err != nil {
-		// Unknown (e.g. local) models: o200k, the encoding of current
-		// OpenAI models, as an approximation.
-		codec, _ = tokenizer.Get(tokenizer.O200kBase)
+	var codec *tokencodec.Codec
+	if cl100kModel(model) {
+		codec = tokencodec.NewCl100kBase()
+	} else {
+		// Current OpenAI models, and as an approximation the models it
+		// does not know (local ones): o200k.
+		codec = tokencodec.NewO200kBase()
 	}
 	return codec.GetName(), func(s string) int64 {
 		n, err := codec.Count(s)
@@ -495,4 +497,25 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// cl100kModel reports whether model's encoding is cl100k_base (GPT-4,
+// GPT-3.5, the embedding models), as tiktoken maps them. Only cl100k and
+// o200k are linked, not tokenizer.ForModel: it reaches the p50k and r50k
+// vocabularies of retired models (davinci, curie...), generated Go data of
+// ~2.9 MB in the binary (docs/benchmarks.md, "Tracing"), which those
+// models' estimates do not need (o200k approximates them, as it does any
+// model it does not know).
+func cl100kModel(model string) bool {
+	switch model {
+	case "gpt-4", "gpt-3.5", "gpt-3.5-turbo", "text-embedding-ada-002", "davinci-002", "babbage-002":
+		return true
+	}
+	for _, prefix := range []string{"gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-", "ft:gpt-4:", "ft:gpt-4-",
+		"ft:gpt-3.5-turbo", "ft:davinci-002", "ft:babbage-002", "text-embedding-3-"} {
+		if strings.HasPrefix(model, prefix) {
+			return true
+		}
+	}
+	return false
 }
