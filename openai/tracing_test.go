@@ -1,0 +1,108 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/evalrun/evalrun"
+)
+
+// TestModelCallSpans: a chat target's call, a judge's and an embedder's
+// each get a GenAI span inside a traced run, and their requests carry its
+// traceparent.
+func TestModelCallSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+
+	var mu sync.Mutex
+	var parents []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		parents = append(parents, r.Header.Get("Traceparent"))
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			w.Write([]byte(`{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":3,"total_tokens":3}}`))
+			return
+		}
+		w.Write([]byte(completion("ok")))
+	}))
+	defer api.Close()
+	cc := ClientConfig{BaseURL: api.URL + "/v1", LookupEnv: env()}
+	chat, err := NewChatTarget(ChatTargetConfig{ClientConfig: cc, Model: "gpt-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := NewChatModel(ModelConfig{ClientConfig: cc, Model: "judge-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := NewEmbedder(ModelConfig{ClientConfig: cc, Model: "emb-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, run := tp.Tracer("test").Start(context.Background(), "run")
+	if _, err := chat.Execute(ctx, &evalrun.Item{ID: "a", Input: evalrun.String("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := judge.Chat(ctx, evalrun.ChatRequest{Messages: []evalrun.ChatMessage{{Role: "user", Content: "grade"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := emb.Embed(ctx, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	run.End()
+	// Untraced: no span, no header.
+	if _, err := chat.Execute(context.Background(), &evalrun.Item{ID: "b", Input: evalrun.String("hi")}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []struct {
+		name, op, model string
+		in, out         int64 // -1: not reported
+	}{
+		{"chat gpt-x", "chat", "gpt-x", 10, 5},
+		{"chat judge-x", "chat", "judge-x", 10, 5},
+		{"embeddings emb-x", "embeddings", "emb-x", 3, -1},
+	}
+	spans := rec.Ended()
+	if len(spans) != len(want)+1 {
+		t.Fatalf("%d spans, want %d model calls and the run", len(spans), len(want))
+	}
+	for i, w := range want {
+		s := spans[i]
+		a := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			a[kv.Key] = kv.Value
+		}
+		if s.Name() != w.name || a["gen_ai.operation.name"].AsString() != w.op || a["gen_ai.request.model"].AsString() != w.model ||
+			a["gen_ai.provider.name"].AsString() != "openai" || a["gen_ai.usage.input_tokens"].AsInt64() != w.in ||
+			(w.out >= 0 && a["gen_ai.usage.output_tokens"].AsInt64() != w.out) || (w.out < 0 && a["gen_ai.usage.output_tokens"].Type() != attribute.INVALID) {
+			t.Errorf("span %d: %s %v, want %+v", i, s.Name(), a, w)
+		}
+		if s.Parent().SpanID() != run.SpanContext().SpanID() {
+			t.Errorf("span %s is not the run's child", s.Name())
+		}
+		wantTP := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
+		if parents[i] != wantTP {
+			t.Errorf("request %d: traceparent %q, want its span's %q", i, parents[i], wantTP)
+		}
+	}
+	if parents[3] != "" {
+		t.Errorf("an untraced call sent traceparent %q", parents[3])
+	}
+}
