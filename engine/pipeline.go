@@ -336,7 +336,11 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte,
 	in := evalrun.ScoreInput{Item: item, Output: output, Trajectory: traj}
 	done := make(chan indexed, len(p.scorers))
 	for i := range p.scorers {
-		go func() { done <- indexed{i, p.scoreOne(sctx, i, in)} }()
+		// The span starts here, not in the scorer's goroutine: starting
+		// one is deep enough to grow a fresh goroutine's stack, which
+		// was a quarter of the CPU of tracing an item.
+		ctx, span := tracing.Start(sctx, tracing.SpanScore, trace.SpanKindInternal)
+		go func() { done <- indexed{i, p.scoreOne(ctx, span, i, in)} }()
 	}
 	scores = make([]evalrun.ScorerResult, len(p.scorers))
 	finished := make([]bool, len(p.scorers))
@@ -364,11 +368,10 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte,
 }
 
 // scoreOne runs scorer i, turning a panic, an error, a NaN or a value
-// outside [0,1] into that scorer's error.
-func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
+// outside [0,1] into that scorer's error, and ends its span.
+func (p *Pipeline) scoreOne(ctx context.Context, span trace.Span, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
 	s := p.scorers[i]
 	r.Scorer = s.Name()
-	ctx, span := tracing.Start(ctx, tracing.SpanScore, trace.SpanKindInternal)
 	defer func() {
 		if v := recover(); v != nil {
 			p.opts.Logger.Error("scorer panicked", "scorer", r.Scorer, "item", in.Item.ID, "panic", v)

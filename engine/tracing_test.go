@@ -135,3 +135,36 @@ func TestNoSpansWithoutProvider(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPipelineTracing is BenchmarkPipeline (concurrency 20) with
+// tracing off (no provider installed: the cost of the instrumentation
+// itself, to compare with BenchmarkPipeline before it existed) and on (an
+// SDK provider batching to an exporter that discards: the cost of making
+// the spans, without the OTLP encoding and transport).
+func BenchmarkPipelineTracing(b *testing.B) {
+	run := func(b *testing.B) {
+		its := items(b.N)
+		b.ReportAllocs()
+		b.ResetTimer()
+		s, err := engine.Run(context.Background(), nil, engine.Spec{
+			Items: its, Target: echo, Scorers: []evalrun.Scorer{exact},
+			Options: engine.Options{Concurrency: 20, DiscardResults: true},
+		})
+		b.StopTimer()
+		if err != nil || s.Succeeded != b.N {
+			b.Fatalf("err %v summary %+v", err, s)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	}
+	b.Run("off", run)
+	b.Run("on", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		prev := otel.GetTracerProvider()
+		otel.SetTracerProvider(tp)
+		defer func() {
+			otel.SetTracerProvider(prev)
+			_ = tp.Shutdown(context.Background())
+		}()
+		run(b)
+	})
+}

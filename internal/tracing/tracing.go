@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -30,10 +31,42 @@ import (
 // Instrumentation is the instrumentation scope of evalrun's spans.
 const Instrumentation = "github.com/evalrun/evalrun"
 
-// Tracer returns evalrun's tracer from the global provider. It is looked up
-// on every use, not kept: a program (or a test) that installs a provider
-// after another was shut down must get spans from the new one.
-func Tracer() trace.Tracer { return otel.Tracer(Instrumentation) }
+// Tracer returns evalrun's tracer from the global provider. It is not kept
+// for good: a program (or a test) that installs a provider after another
+// was shut down must get spans from the new one; it is kept while the
+// global provider stays the same, since an SDK provider's lookup takes a
+// lock that every item's spans would contend for.
+func Tracer() trace.Tracer {
+	tp := otel.GetTracerProvider()
+	if c := cached.Load(); c != nil && c.tp == tp {
+		return c.tracer
+	}
+	c := &cachedTracer{tp: tp, tracer: tp.Tracer(Instrumentation)}
+	cached.Store(c)
+	return c.tracer
+}
+
+// cachedTracer is the tracer of one provider.
+type cachedTracer struct {
+	tp     trace.TracerProvider
+	tracer trace.Tracer
+}
+
+var cached atomic.Pointer[cachedTracer]
+
+// The span kinds as start options, made once: an option built per span
+// is an allocation per span.
+var (
+	internalKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	clientKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
+func kindOption(kind trace.SpanKind) []trace.SpanStartOption {
+	if kind == trace.SpanKindClient {
+		return clientKind
+	}
+	return internalKind
+}
 
 // noSpan is the span returned when nothing is traced: a no-op that
 // allocates nothing.
@@ -53,7 +86,7 @@ func Start(ctx context.Context, name string, kind trace.SpanKind) (context.Conte
 	if !Active(ctx) {
 		return ctx, noSpan
 	}
-	return Tracer().Start(ctx, name, trace.WithSpanKind(kind))
+	return Tracer().Start(ctx, name, kindOption(kind)...)
 }
 
 // Inject writes the trace context of ctx's span into h (traceparent, with
@@ -153,7 +186,7 @@ const (
 // it is what makes a run traced. Describe it with [DescribeRun] once its
 // record exists and end it with [EndRun].
 func StartRun(ctx context.Context, name string) (context.Context, trace.Span) {
-	return Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	return Tracer().Start(ctx, name, internalKind...)
 }
 
 // DescribeRun sets the attributes of a run's record on its span.
@@ -256,7 +289,7 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 	if !Active(ctx) {
 		return ctx, noSpan
 	}
-	ctx, span := Tracer().Start(ctx, operation+" "+model, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := Tracer().Start(ctx, operation+" "+model, clientKind...)
 	span.SetAttributes(GenAIOperation.String(operation), GenAIProvider.String("openai"), GenAISystem.String("openai"),
 		GenAIRequestModel.String(model))
 	return ctx, span
@@ -283,7 +316,7 @@ func StartToolCall(ctx context.Context, name, callID string) (context.Context, t
 	if !Active(ctx) {
 		return ctx, noSpan
 	}
-	ctx, span := Tracer().Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := Tracer().Start(ctx, "execute_tool "+name, internalKind...)
 	span.SetAttributes(GenAIOperation.String("execute_tool"), GenAIToolName.String(name))
 	if callID != "" {
 		span.SetAttributes(GenAIToolCallID.String(callID))
