@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/target"
 )
 
 // TestModelCallSpans: a chat target's call, a judge's and an embedder's
@@ -104,5 +105,55 @@ func TestModelCallSpans(t *testing.T) {
 	}
 	if parents[3] != "" {
 		t.Errorf("an untraced call sent traceparent %q", parents[3])
+	}
+}
+
+// TestAgentSpans: an agent's item has a span per model turn and one per
+// tool call answered by its run target, whose HTTP request carries the
+// tool span's traceparent.
+func TestAgentSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+
+	var toolParent string
+	toolSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		toolParent = r.Header.Get("Traceparent")
+		w.Write([]byte(`{"temp": 3}`))
+	}))
+	defer toolSrv.Close()
+	run, err := target.NewHTTP(target.HTTPConfig{URL: toolSrv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeModel(t, func(turn int, req wireRequest, _ *http.Request) turnReply {
+		if turn == 0 {
+			return callTools(0, call{"get_weather", `{"city":"Oslo"}`})
+		}
+		return answer("cold")
+	})
+	tool := weatherTool
+	tool.Run = run
+	ct := newAgent(t, m, ChatTargetConfig{Tools: []Tool{tool}})
+	ctx, attempt := tp.Tracer("test").Start(context.Background(), "evalrun.attempt")
+	if _, err := ct.Execute(ctx, &evalrun.Item{ID: "o1", Input: evalrun.String("Oslo?")}); err != nil {
+		t.Fatal(err)
+	}
+	attempt.End()
+	var names []string
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+		if s.Name() == "execute_tool get_weather" {
+			want := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
+			if toolParent != want {
+				t.Errorf("the tool's request carries traceparent %q, want its span's %q", toolParent, want)
+			}
+		}
+	}
+	if got := strings.Join(names, ", "); got != "chat test-model, execute_tool get_weather, chat test-model, evalrun.attempt" {
+		t.Errorf("spans: %s", got)
 	}
 }

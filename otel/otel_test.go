@@ -3,7 +3,10 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -83,4 +86,25 @@ func TestStartExportsAndShutdownRestores(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Errorf("second Shutdown: %v", err)
 	}
+}
+
+// Start is called once at the start of a program that runs evals, and
+// Shutdown with a deadline at its end, so that a collector that does not
+// answer delays the exit by at most that much.
+func ExampleStart() {
+	ctx := context.Background()
+	tr, err := evalotel.Start(ctx, evalotel.Options{Getenv: os.Getenv})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tracing off:", err)
+	}
+	if tr != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(sctx); err != nil {
+				fmt.Fprintf(os.Stderr, "traces not exported: %v (collector at %s)\n", err, tr.Endpoint())
+			}
+		}()
+	}
+	// ... engine.Run(ctx, store, spec): its spans go to the collector.
 }
