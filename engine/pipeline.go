@@ -35,6 +35,9 @@ type Pipeline struct {
 	opts       Options
 	policy     retry.Policy
 	limit      *adaptiveLimit // nil when concurrency is fixed
+	// call: the target's attempts are each one model call, traced as
+	// that call's span (tracing.CallTarget); nil for plain attempt spans.
+	call *tracing.Call
 }
 
 // NewPipeline checks the target and scorers (a nil one, an empty or
@@ -68,6 +71,7 @@ func NewPipeline(target evalrun.Target, scorers []evalrun.Scorer, opts Options) 
 		limit = newAdaptiveLimit(opts.Concurrency)
 	}
 	return &Pipeline{
+		call:       tracing.AttemptCallOf(target),
 		limit:      limit,
 		target:     target,
 		scorers:    scorers,
@@ -154,12 +158,9 @@ func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item
 	var out evalrun.Output
 	var failedTrajectory *evalrun.Trajectory
 	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, n int) error {
-		actx, span := tracing.Start(actx, tracing.SpanAttempt, trace.SpanKindInternal)
+		actx, span := tracing.StartAttempt(actx, p.call, n+1)
 		o, err := p.attempt(actx, item)
-		if span.IsRecording() {
-			span.SetAttributes(tracing.Attempt.Int(n + 1))
-			tracing.Fail(span, err)
-		}
+		tracing.Fail(span, err)
 		span.End()
 		if err != nil {
 			// The last failed attempt's trajectory (an agent that looped

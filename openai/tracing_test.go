@@ -10,11 +10,15 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -155,5 +159,104 @@ func TestAgentSpans(t *testing.T) {
 	}
 	if got := strings.Join(names, ", "); got != "chat test-model, execute_tool get_weather, chat test-model, evalrun.attempt" {
 		t.Errorf("spans: %s", got)
+	}
+}
+
+// TestChatAttemptIsTheCallSpan: in an engine run, a chat target without
+// tools (behind a wrapper) makes no span of its own: each attempt's span is
+// its model call, named and described per the GenAI conventions with the
+// attempt's number, and the request carries that span's traceparent. A
+// failed first attempt is its own span, retried as a sibling.
+func TestChatAttemptIsTheCallSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+
+	var mu sync.Mutex
+	var parents []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		parents = append(parents, r.Header.Get("Traceparent"))
+		first := len(parents) == 1
+		mu.Unlock()
+		if first {
+			http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(completion("ok")))
+	}))
+	defer api.Close()
+	chat, err := NewChatTarget(ChatTargetConfig{ClientConfig: ClientConfig{BaseURL: api.URL + "/v1", LookupEnv: env()}, Model: "gpt-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := target.NewLimiter(target.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(context.Background(), nil, engine.Spec{
+		Items:   []*evalrun.Item{{ID: "a", Input: evalrun.String("hi")}},
+		Target:  target.RateLimited(chat, lim),
+		Options: engine.Options{Concurrency: 1, MaxRetries: 1, RetryDelay: -1},
+	})
+	if err != nil || sum.Succeeded != 1 {
+		t.Fatalf("run: %v %+v", err, sum)
+	}
+
+	var item sdktrace.ReadOnlySpan
+	var calls []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "evalrun.item":
+			item = s
+		case "chat gpt-x":
+			calls = append(calls, s)
+		case "evalrun.run":
+		default:
+			t.Errorf("unexpected span %q", s.Name())
+		}
+	}
+	if item == nil || len(calls) != 2 || len(parents) != 2 {
+		t.Fatalf("item span %v, %d call spans, %d requests; want 1, 2, 2", item != nil, len(calls), len(parents))
+	}
+	for i, s := range calls {
+		a := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			a[kv.Key] = kv.Value
+		}
+		if s.Parent().SpanID() != item.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
+			t.Errorf("call %d: parent %s kind %s, want the item's child, client", i, s.Parent().SpanID(), s.SpanKind())
+		}
+		if a["evalrun.attempt"].AsInt64() != int64(i+1) || a["gen_ai.operation.name"].AsString() != "chat" ||
+			a["gen_ai.request.model"].AsString() != "gpt-x" || a["gen_ai.provider.name"].AsString() != "openai" {
+			t.Errorf("call %d attributes %v", i, a)
+		}
+		wantTP := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
+		if parents[i] != wantTP {
+			t.Errorf("request %d: traceparent %q, want its attempt span's %q", i, parents[i], wantTP)
+		}
+		switch i {
+		case 0:
+			if s.Status().Code != codes.Error || a["evalrun.error.kind"].AsString() != "transient" {
+				t.Errorf("failed attempt: status %v, attributes %v", s.Status(), a)
+			}
+		case 1:
+			if s.Status().Code == codes.Error || a["gen_ai.usage.input_tokens"].AsInt64() != 10 || a["gen_ai.usage.output_tokens"].AsInt64() != 5 {
+				t.Errorf("succeeded attempt: status %v, attributes %v", s.Status(), a)
+			}
+		}
+	}
+
+	// An agent's attempts make several calls: plain attempt spans.
+	agent := newAgent(t, newFakeModel(t, func(int, wireRequest, *http.Request) turnReply { return answer("x") }),
+		ChatTargetConfig{Tools: []Tool{weatherTool}})
+	if c := tracing.AttemptCallOf(agent); c != nil {
+		t.Errorf("AttemptCallOf(agent) = %+v, want nil", c)
+	}
+	if c := tracing.AttemptCallOf(chat); c == nil {
+		t.Error("AttemptCallOf(chat target) = nil")
 	}
 }

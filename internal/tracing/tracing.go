@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -245,13 +246,28 @@ func DescribeItem(span trace.Span, res *evalrun.ItemResult) {
 	}
 	for _, s := range res.Scores {
 		if s.Score != nil {
-			attrs = append(attrs, attribute.Float64(ScorePrefix+s.Scorer, *s.Score))
+			attrs = append(attrs, ScoreKey(s.Scorer).Float64(*s.Score))
 		}
 	}
 	span.SetAttributes(attrs...)
 	if res.Failed() {
 		span.SetStatus(codes.Error, res.Error)
 	}
+}
+
+// scoreKeys holds the evalrun.score.NAME key of every scorer name met:
+// made once, not concatenated for every item.
+var scoreKeys sync.Map // string → attribute.Key
+
+// ScoreKey returns the item span's attribute key of scorer name's score,
+// evalrun.score.NAME.
+func ScoreKey(name string) attribute.Key {
+	if k, ok := scoreKeys.Load(name); ok {
+		return k.(attribute.Key)
+	}
+	k := attribute.Key(ScorePrefix + name)
+	scoreKeys.Store(name, k)
+	return k
 }
 
 // Fail marks span failed with err, its error kind and HTTP status when it
@@ -269,22 +285,44 @@ func Fail(span trace.Span, err error) {
 	span.SetStatus(codes.Error, err.Error())
 }
 
+// ModelCall is the span of one model call, from [StartModelCall]: a child
+// span of its own, or the attempt span the call is (see [CallTarget]).
+type ModelCall struct {
+	span trace.Span
+	// attempt: span is the engine's attempt span, described as this call
+	// when it started; the engine records its error and ends it.
+	attempt bool
+}
+
+// Recording reports whether the call's span records (the run is traced).
+func (c ModelCall) Recording() bool { return c.span.IsRecording() }
+
 // StartModelCall starts the span of a call to a model (operation "chat" or
 // "embeddings") with the GenAI attributes known before the call, when ctx
 // is inside a traced run. End it with [EndModelCall].
-func StartModelCall(ctx context.Context, operation, model string) (context.Context, trace.Span) {
+//
+// When ctx's span is the attempt span the engine started as this call (the
+// target is a [CallTarget]: its attempt is exactly this one call), no child
+// is made: the attempt span already is the call's span, with its name and
+// attributes, and ctx is returned as it is.
+func StartModelCall(ctx context.Context, operation, model string) (context.Context, ModelCall) {
 	if !Active(ctx) {
-		return ctx, noSpan
+		return ctx, ModelCall{span: noSpan}
+	}
+	if s, ok := ctx.Value(attemptCallKey{}).(trace.Span); ok && s == trace.SpanFromContext(ctx) {
+		return ctx, ModelCall{span: s, attempt: true}
 	}
 	ctx, span := Tracer().Start(ctx, operation+" "+model, clientKind...)
 	span.SetAttributes(GenAIOperation.String(operation), GenAIProvider.String("openai"), GenAISystem.String("openai"),
 		GenAIRequestModel.String(model))
-	return ctx, span
+	return ctx, ModelCall{span: span}
 }
 
 // EndModelCall records the tokens a model call used (and its error) and
-// ends its span.
-func EndModelCall(span trace.Span, u evalrun.Usage, err error) {
+// ends its span. On an attempt span that is the call it records the tokens
+// only: the engine records the attempt's outcome and ends it.
+func EndModelCall(c ModelCall, u evalrun.Usage, err error) {
+	span := c.span
 	if span.IsRecording() {
 		if u.InputTokens != nil {
 			span.SetAttributes(GenAIInputTokens.Int64(*u.InputTokens))
@@ -292,9 +330,82 @@ func EndModelCall(span trace.Span, u evalrun.Usage, err error) {
 		if u.OutputTokens != nil {
 			span.SetAttributes(GenAIOutputTokens.Int64(*u.OutputTokens))
 		}
-		Fail(span, err)
+		if !c.attempt {
+			Fail(span, err)
+		}
 	}
-	span.End()
+	if !c.attempt {
+		span.End()
+	}
+}
+
+// CallTarget is implemented by a target whose every attempt may be exactly
+// one model call (the openai chat target without tools). The engine then
+// makes the attempt's span that call's span, named and described per the
+// GenAI conventions ("chat MODEL", kind client, gen_ai.* attributes) with
+// the attempt's own attributes, instead of an attempt span with the call's
+// span as its only child: one span fewer per item.
+type CallTarget interface {
+	// AttemptCall returns the operation ("chat") and model of the one
+	// call each attempt makes; ok is false when an attempt may make
+	// several (an agent's turns), which keep their own spans.
+	AttemptCall() (operation, model string, ok bool)
+}
+
+// Call is how a pipeline starts its attempt spans: as plain attempts
+// (nil) or as the one model call of a [CallTarget], with its name and
+// start options made once.
+type Call struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// AttemptCallOf returns the Call of t's attempts when t (or the target it
+// wraps, through Unwrap() evalrun.Target methods) is a [CallTarget] whose
+// attempts are one call; nil otherwise.
+func AttemptCallOf(t evalrun.Target) *Call {
+	for t != nil {
+		if ct, ok := t.(CallTarget); ok {
+			op, model, one := ct.AttemptCall()
+			if !one {
+				return nil
+			}
+			return &Call{name: op + " " + model, opts: []trace.SpanStartOption{
+				trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(GenAIOperation.String(op), GenAIProvider.String("openai"),
+					GenAISystem.String("openai"), GenAIRequestModel.String(model)),
+			}}
+		}
+		w, ok := t.(interface{ Unwrap() evalrun.Target })
+		if !ok {
+			return nil
+		}
+		t = w.Unwrap()
+	}
+	return nil
+}
+
+// attemptCallKey is the context key of an attempt span that is a model
+// call, for [StartModelCall] to recognise.
+type attemptCallKey struct{}
+
+// StartAttempt starts the span of target attempt n (1 for the first call)
+// when ctx is inside a traced run: "evalrun.attempt", or with call non-nil
+// the span of that model call (see [CallTarget]), which the target's
+// [StartModelCall] then takes as its own.
+func StartAttempt(ctx context.Context, call *Call, n int) (context.Context, trace.Span) {
+	if !Active(ctx) {
+		return ctx, noSpan
+	}
+	var span trace.Span
+	if call == nil {
+		ctx, span = Tracer().Start(ctx, SpanAttempt, internalKind...)
+	} else {
+		ctx, span = Tracer().Start(ctx, call.name, call.opts...)
+		ctx = context.WithValue(ctx, attemptCallKey{}, span)
+	}
+	span.SetAttributes(Attempt.Int(n))
+	return ctx, span
 }
 
 // StartToolCall starts the span of an agent's tool call answered by the
