@@ -406,9 +406,12 @@ func (p *Pipeline) scoreOne(ctx context.Context, span trace.Span, i int, in eval
 
 // describeScore sets a scorer's verdict on its span.
 func describeScore(span trace.Span, r *evalrun.ScorerResult) {
-	span.SetAttributes(tracing.ScorerName.String(r.Scorer))
+	// One call with every attribute: each call grows the span's
+	// attribute slice again.
 	if r.Score != nil {
-		span.SetAttributes(tracing.Score.Float64(*r.Score), tracing.ScorePassed.Bool(r.Passed))
+		span.SetAttributes(tracing.ScorerName.String(r.Scorer), tracing.Score.Float64(*r.Score), tracing.ScorePassed.Bool(r.Passed))
+	} else {
+		span.SetAttributes(tracing.ScorerName.String(r.Scorer))
 	}
 	if r.Error != "" {
 		span.SetAttributes(tracing.ErrorKind.String(string(r.ErrorKind)))

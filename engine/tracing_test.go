@@ -3,6 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	evalotel "github.com/evalrun/evalrun/otel"
 )
 
 // recordSpans installs a tracer provider recording every span (ended
@@ -164,6 +169,26 @@ func BenchmarkPipelineTracing(b *testing.B) {
 		defer func() {
 			otel.SetTracerProvider(prev)
 			_ = tp.Shutdown(context.Background())
+		}()
+		run(b)
+	})
+	// otlp: what the CLI installs (evalrun/otel: batch processor, the
+	// OTLP/HTTP exporter's transform, protobuf encoding and POSTs) to a
+	// local receiver that reads and drops the requests.
+	b.Run("otlp", func(b *testing.B) {
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		defer sink.Close()
+		b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+		tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: os.Getenv})
+		if err != nil || tr == nil {
+			b.Fatalf("otel.Start: %v", err)
+		}
+		defer func() {
+			if err := tr.Shutdown(context.Background()); err != nil {
+				b.Error(err)
+			}
 		}()
 		run(b)
 	})

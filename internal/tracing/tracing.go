@@ -324,11 +324,13 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 func EndModelCall(c ModelCall, u evalrun.Usage, err error) {
 	span := c.span
 	if span.IsRecording() {
-		if u.InputTokens != nil {
-			span.SetAttributes(GenAIInputTokens.Int64(*u.InputTokens))
-		}
-		if u.OutputTokens != nil {
-			span.SetAttributes(GenAIOutputTokens.Int64(*u.OutputTokens))
+		switch in, out := u.InputTokens, u.OutputTokens; {
+		case in != nil && out != nil:
+			span.SetAttributes(GenAIInputTokens.Int64(*in), GenAIOutputTokens.Int64(*out))
+		case in != nil:
+			span.SetAttributes(GenAIInputTokens.Int64(*in))
+		case out != nil:
+			span.SetAttributes(GenAIOutputTokens.Int64(*out))
 		}
 		if !c.attempt {
 			Fail(span, err)
