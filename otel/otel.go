@@ -126,33 +126,26 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 	return t, nil
 }
 
-// The batch span processor's settings where they differ from the SDK's
-// defaults (queue 2048, batch 512). A fast run ends 10,000-40,000 spans a
-// second (W2: 4 per item, ~3,000 items/s): a queue of 8192 holds a
-// slow export's worth without dropping, and batches of 2048 send a
-// quarter of the requests. The SDK reads OTEL_BSP_* itself, but an
-// explicit option wins over the variable, so each is given only when its
-// variable is unset: the user's setting stands.
-const (
-	DefaultMaxQueueSize       = 8192
-	DefaultMaxExportBatchSize = 2048
-)
+// DefaultMaxQueueSize is the batch span processor's queue unless
+// OTEL_BSP_MAX_QUEUE_SIZE says otherwise: four times the SDK's 2048. A
+// fast run ends 10,000 spans a second and more (W2: 3 per item, ~3,000
+// items/s), and the queue is all that holds them while an export is on
+// its way; spans past it are dropped. A larger queue costs nothing per
+// span (its channel is made once). The batch size stays the SDK's 512:
+// batches of 2048 cost more CPU in W2 (larger buffers and more spans
+// live at once), docs/benchmarks.md.
+//
+// The SDK reads OTEL_BSP_* itself, but an explicit option wins over the
+// variable, so the option is given only when the variable is unset.
+const DefaultMaxQueueSize = 8192
 
-// batchDefaults returns the batcher options of the settings whose
-// OTEL_BSP_* variable lookup does not find. The batch size is left to the
-// SDK when the user set the queue size: the SDK keeps a batch within the
-// queue of the variables, not within one given as an option.
+// batchDefaults returns evalrun's batcher options for the settings the
+// user did not set (lookup does not find their OTEL_BSP_* variable).
 func batchDefaults(lookup func(string) (string, bool)) []sdktrace.BatchSpanProcessorOption {
-	_, userQueue := lookup("OTEL_BSP_MAX_QUEUE_SIZE")
-	_, userBatch := lookup("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
-	var opts []sdktrace.BatchSpanProcessorOption
-	if !userQueue {
-		opts = append(opts, sdktrace.WithMaxQueueSize(DefaultMaxQueueSize))
-		if !userBatch {
-			opts = append(opts, sdktrace.WithMaxExportBatchSize(DefaultMaxExportBatchSize))
-		}
+	if _, ok := lookup("OTEL_BSP_MAX_QUEUE_SIZE"); ok {
+		return nil
 	}
-	return opts
+	return []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxQueueSize(DefaultMaxQueueSize)}
 }
 
 // record keeps the first error the SDK reports (a failed export).

@@ -11,4 +11,11 @@
 // Without a provider installed the run's span is a no-op without a valid
 // context, so an item pays one context lookup per would-be span and
 // allocates nothing (engine.BenchmarkProcess, engine.BenchmarkPipelineTracing).
+//
+// A target whose attempt is exactly one model call ([CallTarget]: the
+// openai chat target without tools) has its attempt span started by the
+// engine as that call's span ([StartAttempt]); the target's
+// [StartModelCall] recognises it and makes no child. Spans are what a
+// traced run pays for (the SDK's export of each costs more than making
+// it), so a span that only repeats its parent is not made.
 package tracing
