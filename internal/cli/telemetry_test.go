@@ -256,3 +256,72 @@ func TestTracingGRPCProtocolIsRefusedClearly(t *testing.T) {
 		t.Errorf("grpc asked for, yet %d exports and traceparent %q", recv.Requests(), target.traceparents()[0])
 	}
 }
+
+// TestTracingChatTargetAttemptIsTheModelCall: a suite's openai target
+// without tools (behind the CLI's wrappers: secret scrubbing) exports per
+// item one "chat MODEL" span, the item's child, carrying the GenAI and
+// attempt attributes, and no evalrun.attempt span; each request's
+// traceparent names it.
+func TestTracingChatTargetAttemptIsTheModelCall(t *testing.T) {
+	b := setup(t)
+	var mu sync.Mutex
+	var parents []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		parents = append(parents, r.Header.Get("Traceparent"))
+		mu.Unlock()
+		content := ""
+		if len(req.Messages) > 0 {
+			content = req.Messages[len(req.Messages)-1].Content
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
+			"usage":   map[string]any{"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9},
+		})
+	}))
+	t.Cleanup(api.Close)
+	b.write("d.jsonl", data3)
+	suite := b.write("suite.yaml", `name: traced-chat
+dataset: {name: d, file: d.jsonl}
+target: {kind: openai, base_url: "`+api.URL+`/v1", api_key_env: KEY, model: m}
+scorers: [exact_match]
+`)
+	b.env = append(b.env, "KEY=sk-test-key")
+	recv := otlptest.New(t)
+	withOTLP(t, b, recv.URL)
+
+	if code, _, stderr := b.run("run", suite, "-q"); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if n := len(recv.Named("evalrun.attempt")); n != 0 {
+		t.Errorf("%d evalrun.attempt spans, want none: the attempt is the model call", n)
+	}
+	items := map[string]bool{}
+	for _, it := range recv.Named("evalrun.item") {
+		items[it.SpanID] = true
+	}
+	calls := recv.Named("chat m")
+	if len(items) != 3 || len(calls) != 3 {
+		t.Fatalf("%d item and %d chat spans, want 3 and 3; spans: %+v", len(items), len(calls), recv.Spans())
+	}
+	ids := map[string]bool{}
+	for _, c := range calls {
+		ids[c.SpanID] = true
+		if !items[c.Parent] || c.Attrs["evalrun.attempt"] != int64(1) || c.Attrs["gen_ai.request.model"] != "m" ||
+			c.Attrs["gen_ai.operation.name"] != "chat" || c.Attrs["gen_ai.usage.input_tokens"] != int64(7) || c.Attrs["gen_ai.usage.output_tokens"] != int64(2) {
+			t.Errorf("chat span parent %s (an item's: %v), attributes %v", c.Parent, items[c.Parent], c.Attrs)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, tp := range parents {
+		if f := strings.Split(tp, "-"); len(f) != 4 || !ids[f[2]] {
+			t.Errorf("traceparent %q does not name an exported chat span", tp)
+		}
+	}
+}
