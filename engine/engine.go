@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
 )
 
 // ErrStrict is the cancellation cause of a strict run stopped by a scorer
@@ -66,7 +67,13 @@ func (s Spec) CheckItems() error {
 // the error is then nil and Summary.Err gives the cause. A non-nil error
 // with a nil summary means nothing ran: the spec was invalid (ErrInvalid)
 // or the run record could not be written.
-func Run(ctx context.Context, store evalrun.RunStore, spec Spec) (*evalrun.Summary, error) {
+//
+// The run has a span (see docs/observability.md), a no-op unless a tracer
+// provider is installed (otel.SetTracerProvider; the CLI installs one when
+// the OTEL_* variables ask for it).
+func Run(ctx context.Context, store evalrun.RunStore, spec Spec) (sum *evalrun.Summary, err error) {
+	ctx, span := tracing.StartRun(ctx, tracing.SpanRun)
+	defer func() { tracing.EndRun(span, sum, err) }()
 	p, err := NewPipeline(spec.Target, spec.Scorers, spec.Options)
 	if err != nil {
 		return nil, err
@@ -95,6 +102,7 @@ func Run(ctx context.Context, store evalrun.RunStore, spec Spec) (*evalrun.Summa
 	if err := r.prepare(ctx, spec.Run); err != nil {
 		return nil, err
 	}
+	tracing.DescribeRun(span, r.record)
 	return r.execute(ctx), nil
 }
 

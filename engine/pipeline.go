@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"math"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/cache"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/retry"
 )
 
@@ -31,6 +35,9 @@ type Pipeline struct {
 	opts       Options
 	policy     retry.Policy
 	limit      *adaptiveLimit // nil when concurrency is fixed
+	// call: the target's attempts are each one model call, traced as
+	// that call's span (tracing.CallTarget); nil for plain attempt spans.
+	call *tracing.Call
 }
 
 // NewPipeline checks the target and scorers (a nil one, an empty or
@@ -64,6 +71,7 @@ func NewPipeline(target evalrun.Target, scorers []evalrun.Scorer, opts Options) 
 		limit = newAdaptiveLimit(opts.Concurrency)
 	}
 	return &Pipeline{
+		call:       tracing.AttemptCallOf(target),
 		limit:      limit,
 		target:     target,
 		scorers:    scorers,
@@ -102,7 +110,26 @@ func (p *Pipeline) Scorers() []evalrun.Scorer { return p.scorers }
 // Process executes and scores one item. It always returns a result. When
 // ctx was cancelled before or during the item, the result's ErrorKind is
 // evalrun.ErrorCanceled: the item counts as skipped and must not be stored.
+//
+// Inside a traced run (ctx carries the run's span, or a distributed run's
+// span context) the item gets a span, a child of it, with children per
+// target attempt and per scorer; see docs/observability.md. A result whose
+// target named no trace of its own then carries the item span's trace id.
 func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item, index, repeat int) *evalrun.ItemResult {
+	ctx, span := tracing.Start(ctx, tracing.SpanItem, trace.SpanKindInternal)
+	res := p.process(ctx, runID, item, index, repeat)
+	if span.IsRecording() {
+		if res.TraceID == "" && res.ErrorKind != evalrun.ErrorCanceled {
+			res.TraceID = span.SpanContext().TraceID().String()
+		}
+		tracing.DescribeItem(span, res)
+	}
+	span.End()
+	return res
+}
+
+// process is Process within the item's span.
+func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item, index, repeat int) *evalrun.ItemResult {
 	clock := p.opts.Clock
 	res := &evalrun.ItemResult{
 		RunID:     runID,
@@ -130,8 +157,11 @@ func (p *Pipeline) Process(ctx context.Context, runID string, item *evalrun.Item
 
 	var out evalrun.Output
 	var failedTrajectory *evalrun.Trajectory
-	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, _ int) error {
+	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, n int) error {
+		actx, span := tracing.StartAttempt(actx, p.call, n+1)
 		o, err := p.attempt(actx, item)
+		tracing.Fail(span, err)
+		span.End()
 		if err != nil {
 			// The last failed attempt's trajectory (an agent that looped
 			// past max_steps, a call no mock answers) is the one a failed
@@ -307,7 +337,11 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte,
 	in := evalrun.ScoreInput{Item: item, Output: output, Trajectory: traj}
 	done := make(chan indexed, len(p.scorers))
 	for i := range p.scorers {
-		go func() { done <- indexed{i, p.scoreOne(sctx, i, in)} }()
+		// The span starts here, not in the scorer's goroutine: starting
+		// one is deep enough to grow a fresh goroutine's stack, which
+		// was a quarter of the CPU of tracing an item.
+		ctx, span := tracing.Start(sctx, tracing.SpanScore, trace.SpanKindInternal)
+		go func() { done <- indexed{i, p.scoreOne(ctx, span, i, in)} }()
 	}
 	scores = make([]evalrun.ScorerResult, len(p.scorers))
 	finished := make([]bool, len(p.scorers))
@@ -335,8 +369,8 @@ func (p *Pipeline) score(ctx context.Context, item *evalrun.Item, output []byte,
 }
 
 // scoreOne runs scorer i, turning a panic, an error, a NaN or a value
-// outside [0,1] into that scorer's error.
-func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
+// outside [0,1] into that scorer's error, and ends its span.
+func (p *Pipeline) scoreOne(ctx context.Context, span trace.Span, i int, in evalrun.ScoreInput) (r evalrun.ScorerResult) {
 	s := p.scorers[i]
 	r.Scorer = s.Name()
 	defer func() {
@@ -344,6 +378,10 @@ func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (
 			p.opts.Logger.Error("scorer panicked", "scorer", r.Scorer, "item", in.Item.ID, "panic", v)
 			r = evalrun.ScorerResult{Scorer: s.Name(), Error: fmt.Sprintf("scorer panicked: %v", v), ErrorKind: evalrun.ErrorPanic}
 		}
+		if span.IsRecording() {
+			describeScore(span, &r)
+		}
+		span.End()
 	}()
 	sc, err := s.Score(ctx, in)
 	r.Usage = sc.Usage
@@ -364,6 +402,21 @@ func (p *Pipeline) scoreOne(ctx context.Context, i int, in evalrun.ScoreInput) (
 	r.Passed = v >= p.thresholds[i]
 	r.Reason = sc.Reason
 	return r
+}
+
+// describeScore sets a scorer's verdict on its span.
+func describeScore(span trace.Span, r *evalrun.ScorerResult) {
+	// One call with every attribute: each call grows the span's
+	// attribute slice again.
+	if r.Score != nil {
+		span.SetAttributes(tracing.ScorerName.String(r.Scorer), tracing.Score.Float64(*r.Score), tracing.ScorePassed.Bool(r.Passed))
+	} else {
+		span.SetAttributes(tracing.ScorerName.String(r.Scorer))
+	}
+	if r.Error != "" {
+		span.SetAttributes(tracing.ErrorKind.String(string(r.ErrorKind)))
+		span.SetStatus(codes.Error, r.Error)
+	}
 }
 
 func plural(n int) string {

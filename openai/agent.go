@@ -15,7 +15,10 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -460,6 +463,7 @@ func (a *agentRun) prepare(c *toolCall) (args json.RawMessage, tl *tool, err err
 func (a *agentRun) run(ctx context.Context, tl *tool, rec *evalrun.ToolCall, content *string, latency *float64) {
 	clock := a.t.cl.clock
 	start := clock.Now()
+	ctx, span := tracing.StartToolCall(ctx, tl.name, "")
 	defer func() {
 		if p := recover(); p != nil {
 			rec.Output = nil
@@ -468,6 +472,10 @@ func (a *agentRun) run(ctx context.Context, tl *tool, rec *evalrun.ToolCall, con
 		}
 		*latency = msSince(clock, start)
 		rec.LatencyMS = latency
+		if rec.Error != "" && span.IsRecording() {
+			span.SetStatus(codes.Error, rec.Error)
+		}
+		span.End()
 	}()
 	out, err := tl.run.Execute(ctx, &evalrun.Item{ID: a.item.ID, Input: rec.Args})
 	if err != nil {

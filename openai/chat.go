@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -224,6 +225,12 @@ func (t *ChatTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.O
 	return evalrun.Output{Value: evalrun.String(text), Usage: u}, nil
 }
 
+// AttemptCall implements tracing.CallTarget: without tools an attempt is
+// one chat completion, and the engine traces it as that call's span.
+func (t *ChatTarget) AttemptCall() (operation, model string, ok bool) {
+	return "chat", t.model, t.tools == nil
+}
+
 // request returns the first request of item: the system message, then the
 // item's conversation or its rendered prompt.
 func (t *ChatTarget) request(item *evalrun.Item) (chatRequest, error) {
@@ -266,13 +273,24 @@ func (t *ChatTarget) send(ctx context.Context, req *chatRequest) (*chatResponse,
 	if body, err = setParams(body, t.params); err != nil {
 		return nil, 0, t.cl.classify(ctx, &exchange{}, err)
 	}
+	ctx, call := tracing.StartModelCall(ctx, "chat", t.model)
 	ex, err := t.cl.post(ctx, t.url, body)
 	if err != nil {
+		tracing.EndModelCall(call, evalrun.UsageOf(err), err)
 		return nil, ex.status, err
 	}
 	resp := new(chatResponse)
 	if err := json.Unmarshal(ex.body, resp); err != nil {
-		return nil, ex.status, malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+		err = malformed(ex.status, fmt.Errorf("%w (body %q)", err, snippet(ex.body)), evalrun.Usage{})
+		tracing.EndModelCall(call, evalrun.Usage{}, err)
+		return nil, ex.status, err
+	}
+	if call.Recording() {
+		var tokens tokenCount
+		tokens.add(resp)
+		tracing.EndModelCall(call, tokens.usage(nil), nil)
+	} else {
+		tracing.EndModelCall(call, evalrun.Usage{}, nil)
 	}
 	return resp, ex.status, nil
 }
@@ -488,17 +506,21 @@ func (m *ChatModel) Chat(ctx context.Context, req evalrun.ChatRequest) (evalrun.
 	if err != nil {
 		return evalrun.ChatResponse{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
 	}
+	ctx, call := tracing.StartModelCall(ctx, "chat", m.model)
 	ex, err := m.cl.post(ctx, m.url, body)
 	if err != nil {
+		tracing.EndModelCall(call, evalrun.UsageOf(err), err)
 		return evalrun.ChatResponse{}, err
 	}
 	var resp chatResponse
 	if err := decode(&ex, &resp); err != nil {
+		tracing.EndModelCall(call, evalrun.Usage{}, err)
 		return evalrun.ChatResponse{}, err
 	}
 	var tokens tokenCount
 	tokens.add(&resp)
 	u := tokens.usage(m.price)
+	tracing.EndModelCall(call, u, nil)
 	if len(resp.Choices) == 0 {
 		return evalrun.ChatResponse{}, malformed(ex.status, fmt.Errorf("no choices"), u)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/redact"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
 
@@ -243,6 +244,8 @@ func (c *client) roundTrip(ctx context.Context, url string, body []byte) (exchan
 	if c.auth != "" {
 		h["Authorization"] = []string{c.auth}
 	}
+	// The model call's span (traceparent; nothing when not traced).
+	tracing.Inject(ctx, h)
 	res, err := c.hc.Do(req)
 	if err != nil {
 		return ex, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
 )
 
 // Embedder is an [evalrun.Embedder] over an OpenAI-compatible embeddings
@@ -45,18 +46,22 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float64, eval
 	if err != nil {
 		return nil, evalrun.Usage{}, evalrun.Permanent(fmt.Errorf("openai: encode request: %w", err))
 	}
+	ctx, call := tracing.StartModelCall(ctx, "embeddings", e.model)
 	ex, err := e.cl.post(ctx, e.url, body)
 	if err != nil {
+		tracing.EndModelCall(call, evalrun.Usage{}, err)
 		return nil, evalrun.Usage{}, err
 	}
 	var resp embedResponse
 	if err := decode(&ex, &resp); err != nil {
+		tracing.EndModelCall(call, evalrun.Usage{}, err)
 		return nil, evalrun.Usage{}, err
 	}
 	var u evalrun.Usage
 	if resp.Usage != nil {
 		u = usage(evalrun.Int64(resp.Usage.PromptTokens), nil, e.price)
 	}
+	tracing.EndModelCall(call, u, nil)
 	if len(resp.Data) != len(texts) {
 		return nil, u, malformed(ex.status, fmt.Errorf("%d embeddings for %d texts", len(resp.Data), len(texts)), u)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/postgres"
 )
 
@@ -183,6 +184,7 @@ func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engin
 		longest = max(longest, counts[k])
 	}
 	opts := &river.InsertOpts{Queue: c.opts.Queue}
+	traceParent := tracing.TraceParent(ctx)
 	batch := make([]river.InsertManyParams, 0, insertBatch)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -200,7 +202,7 @@ func (c *Coordinator) EnqueueAllTx(ctx context.Context, tx pgx.Tx, specs []engin
 				continue
 			}
 			for r := range repeats[k] {
-				batch = append(batch, river.InsertManyParams{Args: ItemArgs{RunID: recs[k].ID, Index: i, Repeat: r}, InsertOpts: opts})
+				batch = append(batch, river.InsertManyParams{Args: ItemArgs{RunID: recs[k].ID, Index: i, Repeat: r, TraceParent: traceParent}, InsertOpts: opts})
 				if len(batch) == insertBatch {
 					if err := flush(); err != nil {
 						return nil, err

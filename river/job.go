@@ -28,6 +28,10 @@ type ItemArgs struct {
 	RunID  string `json:"run_id"`
 	Index  int    `json:"index"`
 	Repeat int    `json:"repeat,omitempty"`
+	// TraceParent is the W3C traceparent of the span the run was enqueued
+	// under, when that process traced it: the worker's item spans
+	// continue its trace (docs/observability.md).
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // Kind implements river.JobArgs.

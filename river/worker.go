@@ -17,6 +17,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/postgres"
 	"github.com/evalrun/evalrun/retry"
 )
@@ -477,7 +478,7 @@ func (j *jobWorker) work(ctx context.Context, job *river.Job[ItemArgs]) error {
 		w.opts.Logger.Error("item not loaded", "run", a.RunID, "index", a.Index, "err", err)
 		return fmt.Errorf("item %d of run %s: %w", a.Index, a.RunID, err)
 	}
-	res := st.pipeline.Process(ctx, a.RunID, item, a.Index, a.Repeat)
+	res := st.pipeline.Process(tracing.WithTraceParent(ctx, a.TraceParent), a.RunID, item, a.Index, a.Repeat)
 	if res.ErrorKind == evalrun.ErrorCanceled {
 		// Remote cancel (River records the job cancelled) or stop (River
 		// retries it): nothing is stored.

@@ -85,6 +85,10 @@ type scrubbedTarget struct {
 	sc *redact.Scrubber
 }
 
+// Unwrap returns the target whose errors t scrubs (for what the engine
+// looks up on a target, such as tracing.CallTarget).
+func (t scrubbedTarget) Unwrap() evalrun.Target { return t.t }
+
 func (t scrubbedTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
 	out, err := t.t.Execute(ctx, item)
 	return out, t.sc.Error(err)

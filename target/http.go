@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/redact"
+	"github.com/evalrun/evalrun/internal/tracing"
 )
 
 // HTTPConfig configures an [HTTP] target. The yaml keys are the suite file's.
@@ -221,6 +222,9 @@ func (t *HTTP) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	for k, v := range t.header {
 		req.Header[k] = v
 	}
+	// The service's own spans join the eval's trace (traceparent of the
+	// attempt's or the tool call's span; nothing when not traced).
+	tracing.Inject(ctx, req.Header)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		// A *url.Error prints the whole URL, query included.

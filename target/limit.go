@@ -204,6 +204,10 @@ func RateLimited(t evalrun.Target, lim *Limiter) *RateLimitedTarget {
 	return &RateLimitedTarget{t: t, lim: lim}
 }
 
+// Unwrap returns the target r limits (for what the engine looks up on a
+// target, such as tracing.CallTarget).
+func (r *RateLimitedTarget) Unwrap() evalrun.Target { return r.t }
+
 // Execute waits for the limiter, then calls the target.
 func (r *RateLimitedTarget) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output, error) {
 	if err := r.lim.Wait(ctx); err != nil {

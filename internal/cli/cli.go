@@ -39,6 +39,10 @@ type State struct {
 	ProgressEvery time.Duration
 	// Now is the clock of run ids and messages.
 	Now func() time.Time
+	// TraceFlushTimeout bounds the export of spans at exit when tracing
+	// is on (OTEL_EXPORTER_OTLP_ENDPOINT); 0 means
+	// DefaultTraceFlushTimeout.
+	TraceFlushTimeout time.Duration
 
 	lookup suite.Env
 	// summary is what the command appends to $GITHUB_STEP_SUMMARY as it
@@ -101,6 +105,8 @@ func (st *State) Main(ctx context.Context, args []string) (code int) {
 			code = 1
 		}
 	}()
+	// Spans are flushed after everything else, the error message included.
+	defer st.startTracing(ctx)()
 	root := st.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -23,7 +23,8 @@ const errNeedsPostgres = "distributed mode needs PostgreSQL (--db postgres://…
 // local run. With --resume it re-attaches to a distributed run whose
 // coordinator died. Ctrl-C cancels the run (queued jobs deleted, running
 // ones signalled).
-func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) error {
+func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) (err error) {
+	var sum *evalrun.Summary
 	ctx := cmd.Context()
 	if f.outputs != "" {
 		return invalidf("--outputs cannot be used with --distributed: saved outputs are scored locally")
@@ -66,6 +67,9 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 		if err := p.suite.CheckStorable(); err != nil {
 			return err
 		}
+		var endSpan func(*evalrun.Summary, error)
+		ctx, endSpan = traceRun(ctx, rec)
+		defer func() { endSpan(sum, err) }()
 		if rec, err = coord.Enqueue(ctx, engine.Spec{Run: rec, Source: p.items, Target: p.target,
 			Scorers: p.suite.Scorers(), Options: opts}); err != nil {
 			return err
@@ -82,7 +86,7 @@ func (st *State) runDistributed(cmd *cobra.Command, path string, f *runFlags) er
 	}
 
 	prog := st.newProgress(rec.Total, f.quiet)
-	sum, err := coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update, JobError: func(msg string) {
+	sum, err = coord.Wait(ctx, rec.ID, river.WaitOptions{Progress: prog.update, JobError: func(msg string) {
 		fmt.Fprintf(st.Stderr, "run %s: jobs went back to the queue (River retries them): %s\n", rec.ID, msg)
 	}})
 	prog.finish()

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tiktoken-go/tokenizer"
+	tokencodec "github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/dataset"
@@ -326,15 +326,16 @@ func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
 	}
 }
 
-// tokenCounter returns the name of model's encoding and a function counting
-// a text's tokens in it.
-func tokenCounter(model string) (string, func(string) int64) {
-	codec, err := tokenizer.ForModel(tokenizer.Model(model))
-	if err != nil {
-		// Unknown (e.g. local) models: o200k, the encoding of current
-		// OpenAI models, as an approximation.
-		codec, _ = tokenizer.Get(tokenizer.O200kBase)
-	}
+// tokenCounter returns the name of the encoding a model's tokens are
+// estimated in and a function counting a text's tokens in it: o200k_base,
+// the encoding of current OpenAI models (GPT-4o, GPT-4.1, GPT-5, o1-o4),
+// for every model. It is exact for those and an approximation for others
+// (GPT-4 and GPT-3.5 use cl100k_base, local models their own). Only o200k
+// is linked: each other tiktoken vocabulary is generated Go data of
+// 1.2-2.5 MB in the release binary, which must stay within 40 MB
+// (docs/benchmarks.md, "Tracing"); an offline estimate does not need them.
+func tokenCounter(string) (string, func(string) int64) {
+	codec := tokencodec.NewO200kBase()
 	return codec.GetName(), func(s string) int64 {
 		n, err := codec.Count(s)
 		if err != nil {

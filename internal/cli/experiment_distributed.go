@@ -69,6 +69,8 @@ func (st *State) runExperimentDistributed(cmd *cobra.Command, pg *postgres.Store
 			Scorers: v.suite.Scorers(), Options: v.suite.Execution.EngineOptions()})
 	}
 	if len(specs) > 0 {
+		ctx, end := traceExperiment(ctx, x.id)
+		defer end()
 		// The records are updated in place: v.record is the stored run.
 		if _, err := coord.EnqueueAll(ctx, specs); err != nil {
 			return fmt.Errorf("experiment %s: %w", x.id, err)

@@ -1,0 +1,106 @@
+package tracing_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/tracing"
+)
+
+// callTarget is a target whose attempts are one call when one is true.
+type callTarget struct {
+	evalrun.TargetFunc
+	one bool
+}
+
+func (c callTarget) AttemptCall() (string, string, bool) { return "chat", "m", c.one }
+
+// wrapper hides its target's methods but Unwrap.
+type wrapper struct{ t evalrun.Target }
+
+func (w wrapper) Execute(ctx context.Context, it *evalrun.Item) (evalrun.Output, error) {
+	return w.t.Execute(ctx, it)
+}
+func (w wrapper) Unwrap() evalrun.Target { return w.t }
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	a := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		a[kv.Key] = kv.Value
+	}
+	return a
+}
+
+// TestAttemptCall: the call found through wrappers names the attempt
+// span; a model call made directly under it takes it over (no child, the
+// tokens on it, not ended by the call), one made under a deeper span is a
+// child of its own, and a target that makes several calls has none.
+func TestAttemptCall(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	if c := tracing.AttemptCallOf(wrapper{callTarget{one: false}}); c != nil {
+		t.Errorf("a target of several calls: %+v, want nil", c)
+	}
+	if c := tracing.AttemptCallOf(evalrun.TargetFunc(nil)); c != nil {
+		t.Errorf("a plain target: %+v, want nil", c)
+	}
+	call := tracing.AttemptCallOf(wrapper{wrapper{callTarget{one: true}}})
+	if call == nil {
+		t.Fatal("the call of a wrapped call target was not found")
+	}
+
+	ctx, run := tp.Tracer("t").Start(context.Background(), "run")
+	actx, attempt := tracing.StartAttempt(ctx, call, 2)
+	cctx, mc := tracing.StartModelCall(actx, "chat", "m")
+	if cctx != actx || !mc.Recording() {
+		t.Error("a call directly under its attempt span started a span of its own")
+	}
+	in, out := int64(3), int64(4)
+	tracing.EndModelCall(mc, evalrun.Usage{InputTokens: &in, OutputTokens: &out}, errors.New("ignored: the engine records the attempt's error"))
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans ended by the call, want the attempt left to the engine", n)
+	}
+	// A call under a deeper span (a tool's) is a span of its own.
+	tctx, tool := tracing.StartToolCall(actx, "lookup", "")
+	_, inner := tracing.StartModelCall(tctx, "chat", "m")
+	tracing.EndModelCall(inner, evalrun.Usage{}, nil)
+	tool.End()
+	attempt.End()
+	run.End()
+
+	ended := rec.Ended()
+	if len(ended) != 4 {
+		t.Fatalf("%d spans, want the inner call, the tool, the attempt, the run", len(ended))
+	}
+	innerSpan, attemptSpan := ended[0], ended[2]
+	if innerSpan.Name() != "chat m" || innerSpan.Parent().SpanID() != ended[1].SpanContext().SpanID() {
+		t.Errorf("inner call %q parent %s, want chat m under the tool", innerSpan.Name(), innerSpan.Parent().SpanID())
+	}
+	a := attrs(attemptSpan)
+	if attemptSpan.Name() != "chat m" || attemptSpan.SpanKind() != trace.SpanKindClient || attemptSpan.Parent().SpanID() != run.SpanContext().SpanID() ||
+		a["evalrun.attempt"].AsInt64() != 2 || a["gen_ai.operation.name"].AsString() != "chat" || a["gen_ai.request.model"].AsString() != "m" ||
+		a["gen_ai.usage.input_tokens"].AsInt64() != 3 || a["gen_ai.usage.output_tokens"].AsInt64() != 4 || a["evalrun.error.kind"].Type() != attribute.INVALID {
+		t.Errorf("attempt span %q kind %s attributes %v", attemptSpan.Name(), attemptSpan.SpanKind(), a)
+	}
+
+	// Untraced: nothing, and the context unchanged.
+	bg := context.Background()
+	if c, s := tracing.StartAttempt(bg, call, 1); c != bg || s.IsRecording() {
+		t.Error("StartAttempt made a span outside a traced run")
+	}
+	if tracing.ScoreKey("exact_match") != "evalrun.score.exact_match" || tracing.ScoreKey("exact_match") != tracing.ScoreKey("exact_match") {
+		t.Error("ScoreKey")
+	}
+}
