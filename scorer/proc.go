@@ -3,8 +3,8 @@ package scorer
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
