@@ -31,6 +31,22 @@ const DefaultTimeout = 30 * time.Second
 // MaxProcesses bounds a persistent exec scorer's pool.
 const MaxProcesses = 64
 
+// MaxTimeout bounds an exec or http scorer's timeout: longer is a stuck
+// scorer.
+const MaxTimeout = 24 * time.Hour
+
+// timeout reads the timeout key of an exec or http config: positive, at
+// most MaxTimeout; 0 when unset (the default applies).
+func (c Config) timeout(b base) (time.Duration, error) {
+	if c.Timeout == nil {
+		return 0, nil
+	}
+	if d := *c.Timeout; d <= 0 || d > MaxTimeout {
+		return 0, b.configError("timeout", fmt.Errorf("%v is outside (0, %v]", d, MaxTimeout))
+	}
+	return *c.Timeout, nil
+}
+
 // ExecOptions configure [NewExec].
 type ExecOptions struct {
 	// Name defaults to "exec".
@@ -133,12 +149,9 @@ func buildExec(c Config, b base, d Deps) (evalrun.Scorer, error) {
 	if c.Dir != "" {
 		dir = resolvePath(d.BaseDir, c.Dir)
 	}
-	var timeout time.Duration
-	if c.Timeout != nil {
-		if *c.Timeout <= 0 {
-			return nil, b.configError("timeout", fmt.Errorf("%v must be positive", *c.Timeout))
-		}
-		timeout = *c.Timeout
+	timeout, err := c.timeout(b)
+	if err != nil {
+		return nil, err
 	}
 	persistent := c.Persistent != nil && *c.Persistent
 	procs := 0

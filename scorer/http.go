@@ -126,12 +126,9 @@ func buildHTTP(c Config, b base, d Deps) (evalrun.Scorer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var timeout time.Duration
-	if c.Timeout != nil {
-		if *c.Timeout <= 0 {
-			return nil, b.configError("timeout", fmt.Errorf("%v must be positive", *c.Timeout))
-		}
-		timeout = *c.Timeout
+	timeout, err := c.timeout(b)
+	if err != nil {
+		return nil, err
 	}
 	return NewHTTP(HTTPOptions{Name: b.name, Threshold: &b.threshold, URL: c.URL, Method: c.Method,
 		Headers: c.Headers, Timeout: timeout, Retry: p})

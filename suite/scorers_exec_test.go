@@ -48,6 +48,6 @@ scorers:
 		`suite.yaml:15:14: scorers[3].command: stat ` + "DIR" + `/nope.py: no such file or directory (a list: the program and its arguments, e.g. command: [python3, score.py])`,
 		`suite.yaml:19:16: scorers[4].processes: must be a whole number of processes, 1 to 64`,
 		`suite.yaml:21:5: scorers[5].url: required`,
-		`suite.yaml:27:14: scorers[6].timeout: 0s must be positive`,
+		`suite.yaml:27:14: scorers[6].timeout: 0s is outside (0, 24h0m0s]`,
 	})
 }
