@@ -295,6 +295,10 @@ func (x *Exec) Run(ctx context.Context, in []byte) ([]byte, error) {
 		return nil, ClassifyTransport(&ExecError{ExitCode: -1, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, context.Cause(ctx))})
 	}
 	if stdoutErr != nil {
+		if errors.Is(stdoutErr, os.ErrClosed) {
+			// drain closed it: a process outside the group holds it.
+			stdoutErr = fmt.Errorf("still open %s after the program ended (a process it started in a session of its own holds it): %w", drainGrace, stdoutErr)
+		}
 		return nil, ClassifyTransport(fmt.Errorf("exec %s: stdout: %w", x.path, stdoutErr))
 	}
 	if waitErr != nil {
