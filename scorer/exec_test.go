@@ -361,3 +361,36 @@ func TestExecConfig(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkExecScorer is the cost of one scoring by a Python program:
+// a process per scoring (one-shot) against one process for the run
+// (persistent), the start-up that a model's load would add to.
+func BenchmarkExecScorer(b *testing.B) {
+	script, err := filepath.Abs("testdata/score.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, persistent := range []bool{false, true} {
+		name := map[bool]string{false: "oneshot", true: "persistent"}[persistent]
+		b.Run(name, func(b *testing.B) {
+			cmd := []string{py, script}
+			if persistent {
+				cmd = append(cmd, "--persistent")
+			}
+			s, err := scorer.NewExec(scorer.ExecOptions{Command: cmd, Persistent: persistent})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for b.Loop() {
+				if sc, err := scoreOut(s, "ok"); err != nil || sc.Value != 1 {
+					b.Fatalf("Score = %v, %v", sc, err)
+				}
+			}
+		})
+	}
+}
