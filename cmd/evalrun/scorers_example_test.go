@@ -114,4 +114,9 @@ execution: {concurrency: 1}
 	if n := strings.Count(string(b), "start"); n != 4 {
 		t.Errorf("%d processes started, want 4 (the first and one after each failure)", n)
 	}
+	// The last process saw EOF on its standard input when the run ended
+	// (the others were killed).
+	if n := strings.Count(string(b), "stop"); n != 1 {
+		t.Errorf("%d processes stopped at the end of the run, want 1:\n%s", n, b)
+	}
 }
