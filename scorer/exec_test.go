@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -392,5 +393,44 @@ func BenchmarkExecScorer(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestExecAnswerLimit: an answer of exactly MaxAnswerBytes is read, one
+// byte more is refused, one-shot and persistent alike.
+func TestExecAnswerLimit(t *testing.T) {
+	t.Parallel()
+	// The program answers {"score": 1, "reason": "rrr…"} padded to the
+	// number of bytes the output asks for.
+	prog := `import json, sys
+def answer(req):
+    n = int(req["output"])
+    head = '{"score": 1, "reason": "'
+    return head + "r" * (n - len(head) - 2) + '"}'
+if "--persistent" in sys.argv:
+    for line in sys.stdin:
+        print(answer(json.loads(line)), flush=True)
+else:
+    sys.stdout.write(answer(json.load(sys.stdin)))
+`
+	for _, persistent := range []bool{false, true} {
+		cmd := []string{python3(t), "-c", prog}
+		if persistent {
+			cmd = append(cmd, "--persistent")
+		}
+		s, err := scorer.NewExec(scorer.ExecOptions{Command: cmd, Persistent: persistent, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, n := range []int{scorer.MaxAnswerBytes, scorer.MaxAnswerBytes + 1} {
+			sc, err := s.Score(context.Background(), input("q", `"q"`, strconv.Itoa(n), ""))
+			if n == scorer.MaxAnswerBytes && (err != nil || sc.Value != 1) {
+				t.Errorf("persistent %v: an answer of %d bytes: %v, %v; want score 1", persistent, n, sc.Value, err)
+			}
+			if n > scorer.MaxAnswerBytes && (err == nil || evalrun.KindOf(err) != evalrun.ErrorInvalidOutput) {
+				t.Errorf("persistent %v: an answer of %d bytes: %v, want an invalid_output error", persistent, n, err)
+			}
+		}
 	}
 }
