@@ -112,7 +112,7 @@ func (pp *procPool) do(ctx context.Context, timeout time.Duration, req []byte) (
 	if err != nil {
 		if errors.Is(err, errLineTooLong) {
 			err = &evalrun.Error{Kind: evalrun.ErrorInvalidOutput,
-				Err: fmt.Errorf("exec scorer %q: %w; the process was restarted", pp.name, err)}
+				Err: fmt.Errorf("exec scorer %q: %w; the process was killed and will be restarted", pp.name, err)}
 		} else if tctx.Err() != nil {
 			err = pp.ctxError(tctx, p, timeout)
 		} else {
@@ -337,7 +337,14 @@ func (p *proc) exchange(ctx context.Context, req []byte) ([]byte, error) {
 				if errors.Is(m.err, errLineTooLong) {
 					return nil, m.err
 				}
-				return nil, p.failure("closed its standard output without answering")
+				// Usually it exited: give it a moment to be reaped, so
+				// that the error says so and gives its exit status.
+				select {
+				case <-p.exited:
+					return nil, p.failure("exited without answering")
+				case <-time.After(drainGrace):
+					return nil, p.failure("closed its standard output without answering")
+				}
 			}
 			if wrote != nil {
 				// The write's result may just not be in yet; a program
