@@ -1,10 +1,15 @@
 package main_test
 
 import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -118,5 +123,44 @@ execution: {concurrency: 1}
 	// (the others were killed).
 	if n := strings.Count(string(b), "stop"); n != 1 {
 		t.Errorf("%d processes stopped at the end of the run, want 1:\n%s", n, b)
+	}
+}
+
+// A dry run counts the exec and http scorers' work and does neither: no
+// scorer program starts, the grading service gets no request.
+func TestDryRunExecHTTPScorers(t *testing.T) {
+	e := newEnv(t)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "1")
+	}))
+	defer srv.Close()
+	e.write("data.jsonl", items(3))
+	starts := filepath.Join(e.dir, "starts")
+	e.write("suite.yaml", `dataset: {file: data.jsonl}
+target: {kind: echo}
+scorers:
+  - kind: exec
+    command: [sh, -c, 'echo start >> "$START_FILE"; echo 1']
+  - kind: exec
+    name: kept
+    command: [sh, -c, 'echo start >> "$START_FILE"; while read l; do echo 1; done']
+    persistent: true
+  - kind: http
+    url: `+srv.URL+`
+`)
+	r := e.runEnv([]string{"START_FILE=" + starts}, "run", "suite.yaml", "--dry-run")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"http scorer requests: 3 (1 scorer), before retries",
+		"exec scorer scorings: 6 (2 scorers); a dry run starts no scorer program"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if _, err := os.Stat(starts); !errors.Is(err, os.ErrNotExist) || hits.Load() != 0 {
+		t.Errorf("a dry run started a scorer program (%v) or called the service (%d requests)", err, hits.Load())
 	}
 }
