@@ -3,6 +3,8 @@ package scorer_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -17,6 +19,16 @@ import (
 // same verdicts as a sequential pass.
 func TestAllKindsConcurrent(t *testing.T) {
 	t.Parallel()
+	// The http scorer's grading service: 1 when output equals expected.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Output   json.RawMessage `json:"output"`
+			Expected json.RawMessage `json:"expected_output"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		fmt.Fprintf(w, `{"score": %d, "reason": "compared"}`, map[bool]int{true: 1}[string(req.Output) == string(req.Expected)])
+	}))
+	defer srv.Close()
 	var cfgs []scorer.Config
 	err := yaml.Unmarshal([]byte(`
 - exact_match
@@ -31,6 +43,18 @@ func TestAllKindsConcurrent(t *testing.T) {
 - embedding_similarity
 - {kind: tool_called, tool: search, args: {q: cat}}
 - {kind: trajectory, mode: f1}
+- kind: exec
+  persistent: true
+  processes: 2
+  command:
+    - python3
+    - -c
+    - |
+      import json, sys
+      for l in sys.stdin:
+          r = json.loads(l)
+          print(json.dumps({"score": int(r["output"] == r["expected_output"])}), flush=True)
+- {kind: http, url: "`+srv.URL+`"}
 `), &cfgs)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +83,9 @@ func TestAllKindsConcurrent(t *testing.T) {
 	scorers := make([]evalrun.Scorer, len(cfgs))
 	for i, cfg := range cfgs {
 		scorers[i] = mustNew(t, cfg, deps)
+		if c, ok := scorers[i].(evalrun.Closer); ok {
+			defer c.Close()
+		}
 	}
 	verdicts := func() string {
 		var out string

@@ -94,6 +94,28 @@ type Config struct {
 	// reported tokens into a cost, as an openai target's price does.
 	Price *evalrun.Price `yaml:"price,omitempty"`
 
+	// Command (exec) is the scorer program and its arguments. Required.
+	Command []string `yaml:"command,omitempty"`
+	// Env (exec) is added to the program's environment.
+	Env map[string]string `yaml:"env,omitempty"`
+	// Dir (exec) is the program's working directory; default: the suite
+	// file's directory ([Deps.BaseDir]).
+	Dir string `yaml:"dir,omitempty"`
+	// Timeout (exec, http) bounds one scoring; default [DefaultTimeout].
+	Timeout *time.Duration `yaml:"timeout,omitempty"`
+	// Persistent (exec) keeps long-lived processes for the run, one JSON
+	// line per request.
+	Persistent *bool `yaml:"persistent,omitempty"`
+	// Processes (exec, with persistent) is the number of processes;
+	// default 1.
+	Processes *int `yaml:"processes,omitempty"`
+	// URL (http) is the grading service's endpoint. Required.
+	URL string `yaml:"url,omitempty"`
+	// Method (http) is the HTTP method; default POST.
+	Method string `yaml:"method,omitempty"`
+	// Headers (http) are sent with every request.
+	Headers map[string]string `yaml:"headers,omitempty"`
+
 	// line is the YAML line the config came from, for error messages.
 	line int
 }
@@ -181,6 +203,17 @@ func (c *Config) UnmarshalYAML(node *yaml.Node) error {
 				if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!int" {
 					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line,
 						Err: errors.New("must be a whole number of calls, 0 or more")}
+				}
+			case "processes":
+				if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!int" {
+					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line,
+						Err: fmt.Errorf("must be a whole number of processes, 1 to %d", MaxProcesses)}
+				}
+			case "persistent":
+				// yaml reads `persistent: yes` as a string: say what is wanted.
+				if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!bool" {
+					return &ConfigError{Scorer: name, Kind: kind, Key: k.Value, Line: val.Line,
+						Err: fmt.Errorf("must be true or false, got %q", val.Value)}
 				}
 			case "args":
 				// Arguments are compared as JSON: a scalar keeps its text
@@ -353,6 +386,8 @@ var builders = map[string]builder{
 		"rate_limit", "max_retries", "retry_delay", "price"}, buildLLMJudge},
 	KindEmbeddingSimilarity: {[]string{"model", "base_url", "api_key_env", "rate_limit",
 		"max_retries", "retry_delay", "price"}, buildEmbeddingSimilarity},
+	KindExec: {[]string{"command", "env", "dir", "timeout", "persistent", "processes"}, buildExec},
+	KindHTTP: {[]string{"url", "method", "headers", "timeout", "max_retries", "retry_delay"}, buildHTTP},
 }
 
 // The scorer kinds.
@@ -370,6 +405,8 @@ const (
 	KindEmbeddingSimilarity = "embedding_similarity"
 	KindToolCalled          = "tool_called"
 	KindTrajectory          = "trajectory"
+	KindExec                = "exec"
+	KindHTTP                = "http"
 )
 
 // Kinds returns the known scorer kinds, sorted.

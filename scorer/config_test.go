@@ -21,6 +21,8 @@ func TestKinds(t *testing.T) {
 	t.Parallel()
 	want := []string{"contains", "embedding_similarity", "exact_match", "expr", "json_equal",
 		"json_schema", "json_valid", "levenshtein", "llm_judge", "numeric", "regex", "tool_called", "trajectory"}
+	want = append(want, "exec", "http")
+	slices.Sort(want)
 	if got := scorer.Kinds(); !slices.Equal(got, want) {
 		t.Errorf("Kinds() = %v, want %v", got, want)
 	}

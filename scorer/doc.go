@@ -60,7 +60,15 @@
 //     max_retries, retry_delay. The cosine of the output's and the expected
 //     output's embeddings, negatives clamped to 0; expected embeddings are
 //     cached for the scorer's lifetime.
+//   - exec: command (required), env, dir, timeout (30s), persistent
+//     (false), processes (1). A program in any language gets the item and
+//     output as JSON and answers a number or {"score", "reason"}; one
+//     process per scoring, or with persistent one process (or a pool) for
+//     the run answering one JSON line per request. See [Exec].
+//   - http: url (required), method (POST), headers, timeout (30s),
+//     max_retries, retry_delay. The same JSON POSTed to a grading service,
+//     retried like the http target. See [HTTP].
 //
-// The model-backed kinds get their models from [Deps]; this package does
-// not talk to any API itself.
+// The model-backed kinds get their models from [Deps]; the http kind is
+// the only one that talks to a network service itself.
 package scorer

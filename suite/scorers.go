@@ -43,6 +43,7 @@ var scorerHints = map[string]string{
 	"json_schema.schema_file": "the path is relative to the suite file's directory",
 	"contains.mode":           "use any or all",
 	"llm_judge.rubric":        "describe what a good answer is",
+	"exec.command":            "a list: the program and its arguments, e.g. command: [python3, score.py]",
 	"*.price":                 "USD per million tokens, e.g. price: {input_per_mtok: 0.15, output_per_mtok: 0.6}",
 }
 

@@ -171,7 +171,7 @@ fail_on:
 		`suite.yaml:2:1: datset: unknown key (did you mean "dataset"? known keys: name, dataset, target, scorers, execution, fail_on, variants)`,
 		`suite.yaml:4:9: target.kind: unknown target kind "htp" (did you mean "http"? known kinds: echo, exec, http, openai, scorer, workflow)`,
 		"suite.yaml:8:14: scorers[1].pattern: invalid regular expression: error parsing regexp: missing closing ): `(unclosed` (use Go RE2 syntax, see https://github.com/google/re2/wiki/Syntax)",
-		`suite.yaml:9:11: scorers[2].kind: unknown scorer kind "fooo" (known kinds: contains, embedding_similarity, exact_match, expr, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`,
+		`suite.yaml:9:11: scorers[2].kind: unknown scorer kind "fooo" (known kinds: contains, embedding_similarity, exact_match, exec, expr, http, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`,
 		`suite.yaml:11:5: scorers[3].valuez: unknown key (did you mean "values"? known keys: kind, name, threshold, values, mode, case_sensitive)`,
 		`suite.yaml:12:5: scorers[4].name: duplicate scorer name "exact_match", already used by scorers[0] (give each scorer a unique name with name: NAME)`,
 		`suite.yaml:14:16: scorers[5].threshold: 2 is outside [0,1] (use a number between 0 and 1)`,

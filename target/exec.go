@@ -203,27 +203,61 @@ func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 		return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("encode item: %w", err))
 	}
 	in = append(in, '\n')
-	if err := ctx.Err(); err != nil {
-		return evalrun.Output{}, ClassifyTransport(context.Cause(ctx))
+	stdout, err := x.Run(ctx, in)
+	if err != nil {
+		return evalrun.Output{}, err
 	}
+	v, err := stdoutValue(stdout)
+	if err != nil {
+		return evalrun.Output{}, err
+	}
+	out := evalrun.Output{Value: v}
+	if x.output != "" {
+		doc := bytes.TrimSpace(stdout)
+		if !json.Valid(doc) { // not gjson.ValidBytes: see trajectoryOf
+			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: standard output is not JSON (output path %q)", ErrMalformedResponse, x.output))
+		}
+		res := gjson.GetBytes(doc, x.output)
+		if !res.Exists() {
+			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: output path %q not found in standard output", ErrMalformedResponse, x.output))
+		}
+		out.Value = json.RawMessage(res.Raw)
+	}
+	if x.traj != "" {
+		if out.Trajectory, err = trajectoryOf(bytes.TrimSpace(stdout), x.traj, "standard output"); err != nil {
+			return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorInvalidOutput, Err: err}
+		}
+	}
+	return out, nil
+}
+
+// Run runs the program once with in as its standard input and returns
+// its standard output, with the process handling and error classes of
+// [Exec] (see there): a non-zero exit is a permanent *[ExecError], output
+// over the cap a permanent error wrapping [ErrResponseTooLarge], the end
+// of ctx kills the process group. The exec scorer runs its one-shot
+// programs with it.
+func (x *Exec) Run(ctx context.Context, in []byte) ([]byte, error) {
+	if ctx.Err() != nil {
+		return nil, ClassifyTransport(context.Cause(ctx))
+	}
+	var err error
 
 	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
 	for i := 0; i < len(pipes); i += 2 {
 		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
 			closeAll(pipes[:i]...)
-			return evalrun.Output{}, evalrun.Transient(fmt.Errorf("exec: %w", err))
+			return nil, evalrun.Transient(fmt.Errorf("exec: %w", err))
 		}
 	}
 	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
-	cmd := exec.Command(x.path, x.args...)
-	cmd.Env, cmd.Dir = x.env, x.dir
+	cmd := x.Cmd()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	closeAll(stdinR, stdoutW, stderrW) // the child holds its own copies
 	if err != nil {
 		closeAll(stdinW, stdoutR, stderrR)
-		return evalrun.Output{}, evalrun.Permanent(&ExecError{ExitCode: -1, Err: fmt.Errorf("start %s: %w", x.path, err)})
+		return nil, evalrun.Permanent(&ExecError{ExitCode: -1, Err: fmt.Errorf("start %s: %w", x.path, err)})
 	}
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
@@ -258,10 +292,14 @@ func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 	x.drain(&readers, stdoutR, stderrR)
 
 	if ctx.Err() != nil {
-		return evalrun.Output{}, ClassifyTransport(&ExecError{ExitCode: -1, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, context.Cause(ctx))})
+		return nil, ClassifyTransport(&ExecError{ExitCode: -1, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, context.Cause(ctx))})
 	}
 	if stdoutErr != nil {
-		return evalrun.Output{}, ClassifyTransport(fmt.Errorf("exec %s: stdout: %w", x.path, stdoutErr))
+		if errors.Is(stdoutErr, os.ErrClosed) {
+			// drain closed it: a process outside the group holds it.
+			stdoutErr = fmt.Errorf("still open %s after the program ended (a process it started in a session of its own holds it): %w", drainGrace, stdoutErr)
+		}
+		return nil, ClassifyTransport(fmt.Errorf("exec %s: stdout: %w", x.path, stdoutErr))
 	}
 	if waitErr != nil {
 		code := -1
@@ -269,30 +307,19 @@ func (x *Exec) Execute(ctx context.Context, item *evalrun.Item) (evalrun.Output,
 		if errors.As(waitErr, &ee) {
 			code = ee.ExitCode()
 		}
-		return evalrun.Output{}, evalrun.Permanent(&ExecError{ExitCode: code, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, waitErr)})
+		return nil, evalrun.Permanent(&ExecError{ExitCode: code, Stderr: stderr.String(), Err: fmt.Errorf("exec %s: %w", x.path, waitErr)})
 	}
-	v, err := stdoutValue(stdout)
-	if err != nil {
-		return evalrun.Output{}, err
-	}
-	out := evalrun.Output{Value: v}
-	if x.output != "" {
-		doc := bytes.TrimSpace(stdout)
-		if !json.Valid(doc) { // not gjson.ValidBytes: see trajectoryOf
-			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: standard output is not JSON (output path %q)", ErrMalformedResponse, x.output))
-		}
-		res := gjson.GetBytes(doc, x.output)
-		if !res.Exists() {
-			return evalrun.Output{}, evalrun.Permanent(fmt.Errorf("%w: output path %q not found in standard output", ErrMalformedResponse, x.output))
-		}
-		out.Value = json.RawMessage(res.Raw)
-	}
-	if x.traj != "" {
-		if out.Trajectory, err = trajectoryOf(bytes.TrimSpace(stdout), x.traj, "standard output"); err != nil {
-			return evalrun.Output{}, &evalrun.Error{Kind: evalrun.ErrorInvalidOutput, Err: err}
-		}
-	}
-	return out, nil
+	return stdout, nil
+}
+
+// Cmd returns an unstarted command for the program: its path, arguments,
+// environment and directory, in a process group of its own so that the
+// group can be killed at once.
+func (x *Exec) Cmd() *exec.Cmd {
+	cmd := exec.Command(x.path, x.args...)
+	cmd.Env, cmd.Dir = x.env, x.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
 }
 
 // drainGrace is how long the readers may take once the process group is

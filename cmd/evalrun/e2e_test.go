@@ -173,7 +173,7 @@ func TestUnknownScorer(t *testing.T) {
 	e.write("data.jsonl", items(2))
 	e.write("suite.yaml", "dataset: {file: data.jsonl}\ntarget: {kind: echo}\nscorers: [exact_match, exact_macth]\n")
 	r := e.run("run", "suite.yaml")
-	want := `suite.yaml:3:24: scorers[1]: unknown scorer kind "exact_macth" (did you mean "exact_match"? known kinds: contains, embedding_similarity, exact_match, expr, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`
+	want := `suite.yaml:3:24: scorers[1]: unknown scorer kind "exact_macth" (did you mean "exact_match"? known kinds: contains, embedding_similarity, exact_match, exec, expr, http, json_equal, json_schema, json_valid, levenshtein, llm_judge, numeric, regex, tool_called, trajectory)`
 	if r.code != 2 || strings.TrimSpace(r.stderr) != want {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
 	}

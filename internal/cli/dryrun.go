@@ -230,6 +230,9 @@ type dryRunPlan struct {
 	judges         int // llm_judge scorers
 	judgeRequests  int
 	embedders      int // embedding_similarity scorers
+	// execScorers and httpScorers are the scorers that run a program or
+	// call a grading service once per execution.
+	execScorers, httpScorers int
 	// embedRequests is the most embedding requests: every output, and
 	// every distinct expected output, per scorer.
 	embedRequests int
@@ -281,6 +284,10 @@ func newDryRunPlan(s *suite.Suite, items []*evalrun.Item, outputs bool) *dryRunP
 			p.judges++
 		case "embedding_similarity":
 			p.embedders++
+		case "exec":
+			p.execScorers++
+		case "http":
+			p.httpScorers++
 		}
 	}
 	p.judgeRequests = p.executions * p.judges
@@ -403,6 +410,14 @@ func (p *dryRunPlan) writeBody(w io.Writer, s *suite.Suite) {
 	if p.embedders > 0 {
 		fmt.Fprintf(w, "embedding requests: at most %d (embedding_similarity, %d %s: each output and each distinct expected output)\n",
 			p.embedRequests, p.embedders, plural(p.embedders, "scorer"))
+	}
+	if p.httpScorers > 0 {
+		fmt.Fprintf(w, "http scorer requests: %d (%d %s), before retries\n",
+			p.executions*p.httpScorers, p.httpScorers, plural(p.httpScorers, "scorer"))
+	}
+	if p.execScorers > 0 {
+		fmt.Fprintf(w, "exec scorer scorings: %d (%d %s); a dry run starts no scorer program\n",
+			p.executions*p.execScorers, p.execScorers, plural(p.execScorers, "scorer"))
 	}
 	if p.renderErrs > 0 {
 		fmt.Fprintf(w, "warning: the prompt does not render for %d %s, which would fail (first: %s)\n",
