@@ -164,44 +164,10 @@ func newClient(c ClientConfig) (*client, error) {
 		}
 	}
 	cl.base = u
-	cl.hc = sameOriginRedirects(cl.hc, u)
+	cl.hc = target.SameOriginRedirects(cl.hc, u, func(to *url.URL) error {
+		return fmt.Errorf("openai: refusing a redirect to %s://%s, another origin than base_url's", to.Scheme, to.Host)
+	})
 	return cl, nil
-}
-
-// sameOriginRedirects returns a copy of hc (sharing its transport) that
-// follows redirects within base's origin only: the request body (prompts)
-// goes nowhere the suite did not name, as the SDK's client guaranteed. A
-// redirect elsewhere is a permanent error.
-func sameOriginRedirects(hc *http.Client, base *url.URL) *http.Client {
-	c := *hc
-	next := hc.CheckRedirect
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if !sameOrigin(req.URL, base) {
-			return fmt.Errorf("openai: refusing a redirect to %s://%s, another origin than base_url's", req.URL.Scheme, req.URL.Host)
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	}
-	return &c
-}
-
-// sameOrigin reports whether a and b have the same scheme, host and port.
-func sameOrigin(a, b *url.URL) bool {
-	port := func(u *url.URL) string {
-		if p := u.Port(); p != "" {
-			return p
-		}
-		if strings.EqualFold(u.Scheme, "https") {
-			return "443"
-		}
-		return "80"
-	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // endpoint returns the URL of path ("chat/completions") on the API.

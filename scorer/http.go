@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/redact"
+	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/retry"
 	"github.com/evalrun/evalrun/target"
 )
@@ -114,7 +115,9 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 		s.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		s.ownsCli = true
 	}
-	s.client = sameOriginRedirects(s.client, u)
+	s.client = target.SameOriginRedirects(s.client, u, func(to *url.URL) error {
+		return evalrun.Permanent(fmt.Errorf("refusing a redirect to %s://%s, another origin than url's", to.Scheme, to.Host))
+	})
 	if s.clock == nil {
 		s.clock = evalrun.SystemClock
 	}
@@ -171,6 +174,8 @@ func (s *HTTP) attempt(ctx context.Context, body []byte) ([]byte, error) {
 	for k, v := range s.header {
 		req.Header[k] = v
 	}
+	// The grading service's spans join the eval's trace (docs/observability.md).
+	tracing.Inject(ctx, req.Header)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -212,39 +217,4 @@ func (s *HTTP) Close() error {
 		s.client.CloseIdleConnections()
 	}
 	return nil
-}
-
-// sameOriginRedirects returns a copy of hc (sharing its transport) that
-// follows redirects within base's origin only, as the openai client does:
-// the item's data goes nowhere the suite did not name.
-func sameOriginRedirects(hc *http.Client, base *url.URL) *http.Client {
-	c := *hc
-	next := hc.CheckRedirect
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if !sameOrigin(req.URL, base) {
-			return evalrun.Permanent(fmt.Errorf("refusing a redirect to %s://%s, another origin than url's", req.URL.Scheme, req.URL.Host))
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	}
-	return &c
-}
-
-// sameOrigin reports whether a and b have the same scheme, host and port.
-func sameOrigin(a, b *url.URL) bool {
-	port := func(u *url.URL) string {
-		if p := u.Port(); p != "" {
-			return p
-		}
-		if strings.EqualFold(u.Scheme, "https") {
-			return "443"
-		}
-		return "80"
-	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }

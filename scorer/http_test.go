@@ -83,6 +83,9 @@ func TestHTTPScorerAnswers(t *testing.T) {
 	if header.Get("Authorization") != "Bearer s3cret-token-value" || header.Get("Content-Type") != "application/json" {
 		t.Errorf("headers = %v", header)
 	}
+	if tp := header.Get("Traceparent"); tp != "" {
+		t.Errorf("traceparent %q sent with tracing off", tp)
+	}
 }
 
 func TestHTTPScorerErrors(t *testing.T) {
