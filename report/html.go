@@ -47,6 +47,9 @@ const (
 	htmlFoldLines     = 6
 	htmlSummaryRunes  = 120
 	maxHTMLListRows   = 1000
+	// maxHTMLTags bounds the tags shown in an item's header: a dataset may
+	// give one item any number of tags.
+	maxHTMLTags = 50
 )
 
 //go:embed html.css
@@ -139,7 +142,11 @@ type htmlRun struct {
 	MoreFailures int
 	Flaky        []FlakyItem
 	MoreFlaky    int
-	Items        int
+	// Cohorts are at most maxHTMLListRows of the report's cohorts: one
+	// per distinct tag, as many as a dataset likes.
+	Cohorts     CohortTable
+	MoreCohorts int
+	Items       int
 	Repeats      int
 }
 
@@ -184,6 +191,8 @@ func writeHTMLHead(bw *bufio.Writer, rep *Report, opts HTMLOptions, lat *latency
 	d.MoreFailures = len(rep.Failures) - len(d.Failures)
 	d.Flaky = rep.Flaky[:min(len(rep.Flaky), maxHTMLListRows)]
 	d.MoreFlaky = len(rep.Flaky) - len(d.Flaky)
+	d.Cohorts = rep.Cohorts[:min(len(rep.Cohorts), maxHTMLListRows)]
+	d.MoreCohorts = len(rep.Cohorts) - len(d.Cohorts)
 	return htmlTemplate().ExecuteTemplate(bw, "run", &d)
 }
 
@@ -195,6 +204,7 @@ type htmlItem struct {
 	Index, Repeat, RetryCount int
 	ID                        string
 	Tags                      []string
+	MoreTags                  int
 	LatencyMS                 *float64
 	Failed                    bool
 	ErrorKind                 *evalrun.ErrorKind
@@ -225,7 +235,8 @@ type htmlCall struct {
 }
 
 func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
-	v := htmlItem{Index: it.Index, Repeat: it.Repeat, RetryCount: it.RetryCount, ID: label(it.ID), Tags: it.Tags,
+	tags, moreTags := shownTags(it.Tags)
+	v := htmlItem{Index: it.Index, Repeat: it.Repeat, RetryCount: it.RetryCount, ID: label(it.ID), Tags: tags, MoreTags: moreTags,
 		LatencyMS: it.LatencyMS, ErrorKind: it.ErrorKind, Adversarial: it.Adversarial, Steps: it.Steps,
 		NumCalls: len(it.Trajectory), HasTrajectory: len(it.Trajectory) > 0, Anchor: itemAnchor(it.Index, it.Repeat),
 		In: inputValue(it.Input), Expected: jsonValue(it.Expected), Out: jsonValue(it.Output)}
@@ -269,6 +280,13 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 		v.Calls = append(v.Calls, hc)
 	}
 	return htmlTemplate().ExecuteTemplate(bw, "item", &v)
+}
+
+// shownTags returns the first maxHTMLTags of tags and how many are left
+// out.
+func shownTags(tags []string) ([]string, int) {
+	n := min(len(tags), maxHTMLTags)
+	return tags[:n], len(tags) - n
 }
 
 // itemAnchor is the id of an item's block, from its index and repeat

@@ -113,6 +113,7 @@ type htmlExpItem struct {
 	Index, Repeat int
 	ID            string
 	Tags          []string
+	MoreTags      int
 	Disagree      bool
 	Anchor        string
 	In, Expect    htmlValue
@@ -132,7 +133,8 @@ type htmlExpCell struct {
 }
 
 func writeExperimentHTMLItem(bw *bufio.Writer, e *Experiment, scorers []string, it *ExperimentItem) error {
-	v := htmlExpItem{Index: it.Index, Repeat: it.Repeat, ID: label(it.ID), Tags: it.Tags, Disagree: it.Disagree, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
+	tags, moreTags := shownTags(it.Tags)
+	v := htmlExpItem{Index: it.Index, Repeat: it.Repeat, ID: label(it.ID), Tags: tags, MoreTags: moreTags, Disagree: it.Disagree, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
 		Expect: jsonValue(it.Expected), NumVariants: len(e.Variants)}
 	for i := range e.Variants {
 		name := e.Variants[i].Name
