@@ -142,7 +142,7 @@ func (q ResultPageQuery) SortName() string {
 
 // Check refuses a query that cannot be answered (ErrInvalid): a negative
 // limit, an unknown sort, a score sort without its scorer, an over-long or
-// invalid UTF-8 search.
+// invalid UTF-8 search, or one with a NUL byte.
 func (q ResultPageQuery) Check() error {
 	switch {
 	case q.Limit < 0:
@@ -157,6 +157,10 @@ func (q ResultPageQuery) Check() error {
 		return invalidf("result page: the search is %d bytes; at most %d are taken", len(q.Search), MaxResultSearch)
 	case !utf8.ValidString(q.Search):
 		return invalidf("result page: the search is not valid UTF-8")
+	case strings.IndexByte(q.Search, 0) >= 0:
+		// SQLite's LIKE would end the pattern there (matching every
+		// result), and PostgreSQL text cannot hold it (an error).
+		return invalidf("result page: the search contains a NUL byte")
 	}
 	return nil
 }
