@@ -147,7 +147,7 @@ type htmlRun struct {
 	Cohorts     CohortTable
 	MoreCohorts int
 	Items       int
-	Repeats      int
+	Repeats     int
 }
 
 type htmlScorer struct {
