@@ -267,15 +267,17 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 			break
 		}
 		c := &it.Trajectory[i]
-		hc := htmlCall{Name: htmlLabel(c.Name), Args: valueLine(c.Args), Mocked: c.Mocked}
+		// A call's name, arguments and result share its line (with the
+		// mocked badge and the latency): bidi controls are shown.
+		hc := htmlCall{Name: htmlLabel(c.Name), Args: bidiVisible(valueLine(c.Args)), Mocked: c.Mocked}
 		if c.LatencyMS != nil {
 			hc.Latency = msText(c.LatencyMS)
 		}
 		switch {
 		case c.Error != nil:
-			hc.Result, hc.Error = truncate(*c.Error, maxShownValue), true
+			hc.Result, hc.Error = bidiVisible(truncate(*c.Error, maxShownValue)), true
 		case c.Output != nil:
-			hc.Result = valueLine(c.Output)
+			hc.Result = bidiVisible(valueLine(c.Output))
 		}
 		v.Calls = append(v.Calls, hc)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 
 // A bidi override (U+202E) in a run name, an item id, a tag or a scorer
 // name is never closed by the text after it on the same line: in the
-// report's <title> and in an item's header it reversed what followed
+// report's <title>, an item's header and a tool call's line it reversed
+// what followed
 // (the tags, the latency, " · evalrun"), so a hostile dataset could make
 // a line read as it likes. Those labels show every bidi control as a
 // visible [U+XXXX]; values (inputs, outputs), each in its own block, are
@@ -26,7 +28,11 @@ func TestHTMLBidiControlsVisible(t *testing.T) {
 	s := score("exact"+rlo+"x", 1, 0.5)
 	s.Reason = "equal"
 	res := []*evalrun.ItemResult{{RunID: run.ID, Index: 0, ItemID: id, Item: it, Output: evalrun.String("answer"),
-		Scores: []evalrun.ScorerResult{s}, Attempts: 1}}
+		Scores: []evalrun.ScorerResult{s}, Attempts: 1,
+		Trajectory: &evalrun.Trajectory{Steps: 1, Calls: []evalrun.ToolCall{
+			{Name: "search" + rlo, Args: json.RawMessage(`{"q":"\u202e"}`), Error: "down" + rlo},
+			{Name: "get", Args: json.RawMessage(`{}`), Output: json.RawMessage(`"ok\u202e"`)},
+		}}}}
 	run.Total, run.Succeeded, run.Failed, run.PersistErrors = 1, 1, 0, 0
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, Build(run, res), HTMLOptions{}); err != nil {
@@ -45,6 +51,7 @@ func TestHTMLBidiControlsVisible(t *testing.T) {
 		"item[U&#43;202E][U&#43;2066]evil[U&#43;2069]",
 		`<span class="tag">t[U&#43;202E]ag</span>`,
 		"exact[U&#43;202E]x",
+		"error: down[U&#43;202E]", // a tool call's line goes on with its badges
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the report lacks %s", want)
