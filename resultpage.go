@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -67,7 +68,7 @@ type ResultPageQuery struct {
 	// contains it, ignoring case (Unicode simple folding, as
 	// strings.ToLower): plain text, no wildcards. A JSON input or output
 	// is searched as stored, so a needle matches it also in its JSON
-	// string form (a quote as \", < as \u003c).
+	// string form (a quote as \", < as \u003c, é as \u00e9).
 	Search string
 	// Sort orders the page; ties always go by (Index, Repeat) ascending.
 	// Desc reverses the sort value's order (not the ties'). SortScorer
@@ -142,7 +143,7 @@ func (q ResultPageQuery) SortName() string {
 
 // Check refuses a query that cannot be answered (ErrInvalid): a negative
 // limit, an unknown sort, a score sort without its scorer, an over-long or
-// invalid UTF-8 search.
+// invalid UTF-8 search, or one with a NUL byte.
 func (q ResultPageQuery) Check() error {
 	switch {
 	case q.Limit < 0:
@@ -157,6 +158,10 @@ func (q ResultPageQuery) Check() error {
 		return invalidf("result page: the search is %d bytes; at most %d are taken", len(q.Search), MaxResultSearch)
 	case !utf8.ValidString(q.Search):
 		return invalidf("result page: the search is not valid UTF-8")
+	case strings.IndexByte(q.Search, 0) >= 0:
+		// SQLite's LIKE would end the pattern there (matching every
+		// result), and PostgreSQL text cannot hold it (an error).
+		return invalidf("result page: the search contains a NUL byte")
 	}
 	return nil
 }
@@ -237,17 +242,63 @@ func (q ResultPageQuery) belowScorer(run *Run, r *ItemResult) bool {
 // stored text: the text itself and, when they differ, its forms inside a
 // JSON string (quotes, backslashes and control characters escaped, with and
 // without the HTML escaping of <, > and & that encoding/json does by
-// default).
+// default), and for non-ASCII text its ASCII-only JSON form (every
+// non-ASCII character as \uXXXX, as Python's json.dumps writes by default),
+// escaped both after and before folding, so that "É" finds an escaped "é"
+// and an escaped "É".
 func SearchNeedles(search string) []string {
 	low := strings.ToLower(search)
 	out := []string{low}
-	for _, html := range []bool{false, true} {
-		e := strings.ToLower(jsonEscape(search, html))
+	add := func(e string) {
 		if !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
+	for _, html := range []bool{false, true} {
+		add(strings.ToLower(jsonEscape(search, html)))
+	}
+	if !isASCIIText(search) {
+		add(asciiJSONEscape(low))
+		add(strings.ToLower(asciiJSONEscape(search)))
+	}
 	return out
+}
+
+func isASCIIText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiJSONEscape returns s as an ASCII-only JSON encoder writes it inside
+// a string: jsonEscape, then every non-ASCII character as \uXXXX (a
+// surrogate pair past U+FFFF), lower-case hex.
+func asciiJSONEscape(s string) string {
+	var b strings.Builder
+	const hex = "0123456789abcdef"
+	u := func(r rune) {
+		b.WriteString(`\u`)
+		b.WriteByte(hex[r>>12&0xf])
+		b.WriteByte(hex[r>>8&0xf])
+		b.WriteByte(hex[r>>4&0xf])
+		b.WriteByte(hex[r&0xf])
+	}
+	for _, r := range jsonEscape(s, false) {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			u(r1)
+			u(r2)
+		default:
+			u(r)
+		}
+	}
+	return b.String()
 }
 
 // jsonEscape returns s as encoding/json writes it inside a string, without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/internal/resultq"
@@ -18,6 +19,18 @@ var _ evalrun.ResultPager = (*Store)(nil)
 func (s *Store) QueryResults(ctx context.Context, runID string, q evalrun.ResultPageQuery) (*evalrun.ResultPage, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
+	}
+	// Item ids are stored through pgText (text cannot hold a NUL); a tag
+	// with a NUL is never in item_tags (metadata holding \u0000 is not
+	// jsonb), so nothing matches it. Either, passed as it is, was an
+	// "invalid byte sequence" error: a 500 in the viewer.
+	q.ItemID = pgText(q.ItemID)
+	if strings.Contains(q.Tag, "\x00") {
+		page := &evalrun.ResultPage{Total: -1}
+		if q.Count {
+			page.Total = 0
+		}
+		return page, nil
 	}
 	after, err := resultq.Decode(q)
 	if err != nil {

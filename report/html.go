@@ -47,6 +47,9 @@ const (
 	htmlFoldLines     = 6
 	htmlSummaryRunes  = 120
 	maxHTMLListRows   = 1000
+	// maxHTMLTags bounds the tags shown in an item's header: a dataset may
+	// give one item any number of tags.
+	maxHTMLTags = 50
 )
 
 //go:embed html.css
@@ -139,8 +142,12 @@ type htmlRun struct {
 	MoreFailures int
 	Flaky        []FlakyItem
 	MoreFlaky    int
-	Items        int
-	Repeats      int
+	// Cohorts are at most maxHTMLListRows of the report's cohorts: one
+	// per distinct tag, as many as a dataset likes.
+	Cohorts     CohortTable
+	MoreCohorts int
+	Items       int
+	Repeats     int
 }
 
 type htmlScorer struct {
@@ -174,7 +181,7 @@ func gateValue(v *float64) string {
 
 func writeHTMLHead(bw *bufio.Writer, rep *Report, opts HTMLOptions, lat *latencyCounter, items int) error {
 	d := htmlRun{CSS: template.CSS(htmlCSS), Rep: rep, Items: items, Repeats: rep.Repeats(),
-		Title: label(cmpOr(rep.Run.Name, rep.Run.ID)), Gates: gatesOf(rep, opts.FailOn)}
+		Title: htmlLabel(cmpOr(rep.Run.Name, rep.Run.ID)), Gates: gatesOf(rep, opts.FailOn)}
 	for i := range rep.Scorers {
 		s := &rep.Scorers[i]
 		d.Scorers = append(d.Scorers, htmlScorer{ScorerStats: s, Hist: scoreHist(s.Histogram, s.Threshold)})
@@ -184,6 +191,8 @@ func writeHTMLHead(bw *bufio.Writer, rep *Report, opts HTMLOptions, lat *latency
 	d.MoreFailures = len(rep.Failures) - len(d.Failures)
 	d.Flaky = rep.Flaky[:min(len(rep.Flaky), maxHTMLListRows)]
 	d.MoreFlaky = len(rep.Flaky) - len(d.Flaky)
+	d.Cohorts = rep.Cohorts[:min(len(rep.Cohorts), maxHTMLListRows)]
+	d.MoreCohorts = len(rep.Cohorts) - len(d.Cohorts)
 	return htmlTemplate().ExecuteTemplate(bw, "run", &d)
 }
 
@@ -195,6 +204,7 @@ type htmlItem struct {
 	Index, Repeat, RetryCount int
 	ID                        string
 	Tags                      []string
+	MoreTags                  int
 	LatencyMS                 *float64
 	Failed                    bool
 	ErrorKind                 *evalrun.ErrorKind
@@ -225,7 +235,8 @@ type htmlCall struct {
 }
 
 func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
-	v := htmlItem{Index: it.Index, Repeat: it.Repeat, RetryCount: it.RetryCount, ID: label(it.ID), Tags: it.Tags,
+	tags, moreTags := shownTags(it.Tags)
+	v := htmlItem{Index: it.Index, Repeat: it.Repeat, RetryCount: it.RetryCount, ID: htmlLabel(it.ID), Tags: tags, MoreTags: moreTags,
 		LatencyMS: it.LatencyMS, ErrorKind: it.ErrorKind, Adversarial: it.Adversarial, Steps: it.Steps,
 		NumCalls: len(it.Trajectory), HasTrajectory: len(it.Trajectory) > 0, Anchor: itemAnchor(it.Index, it.Repeat),
 		In: inputValue(it.Input), Expected: jsonValue(it.Expected), Out: jsonValue(it.Output)}
@@ -235,7 +246,7 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 	}
 	for i := range it.Scores {
 		s := &it.Scores[i]
-		hs := htmlItemScore{Name: label(s.Scorer), Score: ptrValue(s.Score, "%.3f"), Passed: s.Passed, Failed: s.Error != nil}
+		hs := htmlItemScore{Name: htmlLabel(s.Scorer), Score: ptrValue(s.Score, "%.3f"), Passed: s.Passed, Failed: s.Error != nil}
 		switch {
 		case s.Error != nil:
 			hs.Text = textValue(*s.Error)
@@ -256,19 +267,56 @@ func writeHTMLItem(bw *bufio.Writer, it *ItemRow) error {
 			break
 		}
 		c := &it.Trajectory[i]
-		hc := htmlCall{Name: label(c.Name), Args: valueLine(c.Args), Mocked: c.Mocked}
+		// A call's name, arguments and result share its line (with the
+		// mocked badge and the latency): bidi controls are shown.
+		hc := htmlCall{Name: htmlLabel(c.Name), Args: bidiVisible(valueLine(c.Args)), Mocked: c.Mocked}
 		if c.LatencyMS != nil {
 			hc.Latency = msText(c.LatencyMS)
 		}
 		switch {
 		case c.Error != nil:
-			hc.Result, hc.Error = truncate(*c.Error, maxShownValue), true
+			hc.Result, hc.Error = bidiVisible(truncate(*c.Error, maxShownValue)), true
 		case c.Output != nil:
-			hc.Result = valueLine(c.Output)
+			hc.Result = bidiVisible(valueLine(c.Output))
 		}
 		v.Calls = append(v.Calls, hc)
 	}
 	return htmlTemplate().ExecuteTemplate(bw, "item", &v)
+}
+
+// htmlLabel is label for the HTML report, its bidi controls made visible.
+func htmlLabel(s string) string { return bidiVisible(label(s)) }
+
+// bidiVisible writes each bidi control of s (embeddings, overrides,
+// isolates, marks) as [U+XXXX]. A label shares its line with what the
+// report writes after it (an item's tags and latency, " · evalrun" in the
+// title), and an override the label leaves open reverses that text: a
+// dataset could make the line read as it likes. Shown, the control is
+// also what a reader of an untrusted dataset wants to see.
+func bidiVisible(s string) string {
+	if !strings.ContainsFunc(s, isBidiControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isBidiControl(r) {
+			fmt.Fprintf(&b, "[%U]", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isBidiControl(r rune) bool {
+	return r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == '\u200e' || r == '\u200f' || r == '\u061c'
+}
+
+// shownTags returns the first maxHTMLTags of tags and how many are left
+// out.
+func shownTags(tags []string) ([]string, int) {
+	n := min(len(tags), maxHTMLTags)
+	return tags[:n:n], len(tags) - n
 }
 
 // itemAnchor is the id of an item's block, from its index and repeat
@@ -384,13 +432,13 @@ var htmlFuncs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 MST")
 	},
-	"label":   label,
+	"label":   htmlLabel,
 	"str":     func(p *string) string { return strOr(p, "—") },
 	"kind":    kindText[evalrun.ErrorKind],
-	"item":    func(f Failure) string { return failureItem(&f) },
+	"item":    func(f Failure) string { return bidiVisible(failureItem(&f)) },
 	"anchor":  itemAnchor,
-	"target":  targetName,
-	"data":    datasetText,
+	"target":  func(rep *Report) string { return bidiVisible(targetName(rep)) },
+	"data":    func(d DatasetRef) string { return bidiVisible(datasetText(d)) },
 	"agent":   agentLine,
 	"plural":  plural,
 	"fixed2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },

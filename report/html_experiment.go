@@ -79,13 +79,13 @@ type htmlHistRow struct {
 }
 
 func writeExperimentHTMLHead(bw *bufio.Writer, e *Experiment, opts HTMLOptions) error {
-	d := htmlExperiment{CSS: template.CSS(htmlCSS), E: e, Title: label(cmpOr(e.Experiment.Name, e.Experiment.ID)),
+	d := htmlExperiment{CSS: template.CSS(htmlCSS), E: e, Title: htmlLabel(cmpOr(e.Experiment.Name, e.Experiment.ID)),
 		Items: e.itemsText(), Conf: e.confidenceText(), Alpha: strconvAlpha(e.Method.Alpha), Scorers: e.scorerNames(),
 		ItemCount: e.ItemCount(), Comparable: len(e.Variants) > 1}
 	_, d.Disagree = e.disagreeRows(0)
 	if len(opts.FailOn) > 0 {
 		for i := range e.Variants {
-			g := htmlVariantGates{Variant: label(e.Variants[i].Name)}
+			g := htmlVariantGates{Variant: htmlLabel(e.Variants[i].Name)}
 			if i < len(e.reports) && e.reports[i] != nil {
 				g.Gates = gatesOf(e.reports[i], opts.FailOn)
 			}
@@ -93,7 +93,7 @@ func writeExperimentHTMLHead(bw *bufio.Writer, e *Experiment, opts HTMLOptions) 
 		}
 	}
 	for _, s := range d.Scorers {
-		row := htmlHistRow{Scorer: label(s)}
+		row := htmlHistRow{Scorer: htmlLabel(s)}
 		for i := range e.Variants {
 			var h *svgHist
 			if vs := e.Variants[i].Scorers.Get(s); vs != nil {
@@ -113,6 +113,7 @@ type htmlExpItem struct {
 	Index, Repeat int
 	ID            string
 	Tags          []string
+	MoreTags      int
 	Disagree      bool
 	Anchor        string
 	In, Expect    htmlValue
@@ -132,11 +133,12 @@ type htmlExpCell struct {
 }
 
 func writeExperimentHTMLItem(bw *bufio.Writer, e *Experiment, scorers []string, it *ExperimentItem) error {
-	v := htmlExpItem{Index: it.Index, Repeat: it.Repeat, ID: label(it.ID), Tags: it.Tags, Disagree: it.Disagree, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
+	tags, moreTags := shownTags(it.Tags)
+	v := htmlExpItem{Index: it.Index, Repeat: it.Repeat, ID: htmlLabel(it.ID), Tags: tags, MoreTags: moreTags, Disagree: it.Disagree, Anchor: itemAnchor(it.Index, it.Repeat), In: inputValue(it.Input),
 		Expect: jsonValue(it.Expected), NumVariants: len(e.Variants)}
 	for i := range e.Variants {
 		name := e.Variants[i].Name
-		c := htmlExpCell{Variant: label(name)}
+		c := htmlExpCell{Variant: htmlLabel(name)}
 		r := it.Variants.Get(name)
 		if r == nil {
 			c.Missing = true
@@ -150,7 +152,7 @@ func writeExperimentHTMLItem(bw *bufio.Writer, e *Experiment, scorers []string, 
 		}
 		for _, s := range r.Scores {
 			passed := r.Passed.Get(s.Scorer)
-			c.Scores = append(c.Scores, htmlItemScore{Name: label(s.Scorer), Score: ptrValue(s.Score, "%.3f"),
+			c.Scores = append(c.Scores, htmlItemScore{Name: htmlLabel(s.Scorer), Score: ptrValue(s.Score, "%.3f"),
 				Passed: passed, Failed: s.Score == nil})
 			if !passed {
 				v.AnyFailed = true

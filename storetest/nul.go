@@ -35,6 +35,19 @@ func testImportNULID(t *testing.T, s evalrun.Store) {
 		string(got[0].Item.Input) != `"in\u0000put"` {
 		t.Fatalf("result of the NUL item: %+v", got)
 	}
+	// The viewer's id= filter finds the item by its id with the NUL (the
+	// viewer links it so), in every store; tag= with a NUL is no error
+	// (PostgreSQL does not index the tags of metadata holding \u0000, so
+	// it may find nothing).
+	page, err := pager(t, s).QueryResults(t.Context(), "r-nul", evalrun.ResultPageQuery{ItemID: "id\x00nul"})
+	if err != nil {
+		t.Errorf("id= of the NUL item: %v", err)
+	} else if len(page.Results) != 1 || page.Results[0].ItemID != "id\x00nul" {
+		t.Errorf("id= of the NUL item: %d results, want it", len(page.Results))
+	}
+	if _, err := pager(t, s).QueryResults(t.Context(), "r-nul", evalrun.ResultPageQuery{Tag: "t\x00", Count: true}); err != nil {
+		t.Errorf("tag= with a NUL: %v", err)
+	}
 }
 
 // testNULTextRoundTrip: error texts, reasons, trace ids and a run's error

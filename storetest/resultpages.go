@@ -261,6 +261,9 @@ func testResultPagesInvalid(t *testing.T, s evalrun.Store) {
 		"score sort, no name":  {Sort: evalrun.SortScore},
 		"long search":          {Search: strings.Repeat("x", evalrun.MaxResultSearch+1)},
 		"invalid UTF-8":        {Search: "\xff"},
+		// SQLite's LIKE ends a pattern at a NUL: "%\x00%" was "%", and
+		// q=%00 listed every result as a match.
+		"NUL in the search": {Search: "\x00"},
 	} {
 		if _, err := p.QueryResults(ctx, run.ID, q); !errors.Is(err, evalrun.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)

@@ -102,6 +102,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultPagesSorts", testResultPagesSorts},
 		{"ResultPagesOrder", testResultPagesOrder},
 		{"ResultPagesSearch", testResultPagesSearch},
+		{"ResultPagesSearchEscaped", testResultPagesSearchEscaped},
 		{"ResultPagesSearchBudget", testResultPagesSearchBudget},
 		{"ResultPagesSearchBudgetChunks", testResultPagesSearchBudgetChunks},
 		{"ResultPagesInvalid", testResultPagesInvalid},

@@ -136,6 +136,11 @@ func ParseItemQuery(v url.Values) (ItemQuery, error) {
 	if q.Page, err = intParam(v, "page", 1, maxPage, 0); err != nil {
 		return q, err
 	}
+	if q.Page > 1 && q.Sort == "" {
+		// Input order pages with from= (the next link); page=N used to
+		// be ignored there, answering page 1 again.
+		return q, badParam("page", v.Get("page"), "page= pages a sorted listing (sort=); in input order follow the next link (from=INDEX)")
+	}
 	if q.Size, err = intParam(v, "size", 1, maxPageSize, 0); err != nil {
 		return q, err
 	}

@@ -132,7 +132,9 @@ func TestItemsPaging(t *testing.T) {
 	body = b.mustGet(t, "/runs/"+runB+"/items?sort=latency&size=4", http.StatusOK).body
 	contains(t, "sorted items page", body, "6 matching · page 1 of 2", `items?from=`)
 
-	for _, q := range []string{"from=x", "size=-1", "below=abc", "sort=name", "page=two"} {
+	// page=2 of an input-order listing was the first page again: it pages
+	// sorted listings only (input order continues with from=).
+	for _, q := range []string{"from=x", "size=-1", "below=abc", "sort=name", "page=two", "page=2", "page=410&size=50"} {
 		resp := b.get(t, "/api/runs/"+runB+"/items?"+q)
 		if resp.status != http.StatusBadRequest {
 			t.Errorf("items?%s: status %d, want 400", q, resp.status)

@@ -100,14 +100,54 @@ func storedReport(ctx context.Context, store evalrun.RunStore, runID string) (*r
 	return rep, &report.ItemSource{Store: store, RunID: runID}, nil
 }
 
-// writeFile creates path (and its directory) and fills it with write.
+// writeFile creates path (and its directory) and fills it with write. A
+// regular file is written to a temporary file beside it, renamed over path
+// only once whole: a write that fails half-way (a store error while a
+// report streams, a full disk) leaves the previous file as it was, never
+// half a report. Anything else (a device such as /dev/stdout, a pipe) is
+// written in place. A symbolic link is written through, not replaced.
 func writeFile(path string, write func(*os.File) error) error {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 	}
-	f, err := os.Create(path)
+	real, mode := path, os.FileMode(0o644)
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		real = p
+	}
+	if fi, err := os.Stat(real); err == nil {
+		if !fi.Mode().IsRegular() {
+			return writeInPlace(path, write)
+		}
+		mode = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, real)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeInPlace writes to path opened for writing, for what is not a
+// regular file (a device, a named pipe).
+func writeInPlace(path string, write func(*os.File) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
