@@ -213,7 +213,7 @@ type proc struct {
 	dead    chan struct{}
 	exited  chan struct{} // closed once the process was reaped
 	waitErr error         // set before exited is closed
-	stderr  *tailBuffer
+	stderr  *target.TailBuffer
 	errDone chan struct{} // closed once stderr is drained
 	// answered is set once the process gave a valid answer; only the
 	// slot's owner touches it.
@@ -245,7 +245,7 @@ func startProc(cmd *exec.Cmd) (*proc, error) {
 	}
 	p := &proc{pid: cmd.Process.Pid, stdin: pipes[1], stdout: pipes[2], stderrR: pipes[4],
 		lines: make(chan lineMsg, 1), dead: make(chan struct{}), exited: make(chan struct{}),
-		stderr: &tailBuffer{max: stderrKeep}, errDone: make(chan struct{})}
+		stderr: &target.TailBuffer{Max: stderrKeep}, errDone: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -432,34 +432,4 @@ func closeFiles(fs ...*os.File) {
 	for _, f := range fs {
 		_ = f.Close()
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it. It is safe for
-// concurrent use.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-// Write appends p, dropping what falls out of the tail.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(p) >= t.max {
-		t.b = append(t.b[:0], p[len(p)-t.max:]...)
-		return len(p), nil
-	}
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the tail.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -268,7 +268,7 @@ func (x *Exec) Run(ctx context.Context, in []byte) ([]byte, error) {
 		_, _ = stdinW.Write(in) // EPIPE when the program does not read it
 		_ = stdinW.Close()
 	}()
-	stderr := &tailBuffer{max: stderrTail}
+	stderr := &TailBuffer{Max: stderrTail}
 	var stdout []byte
 	var stdoutErr error
 	var readers sync.WaitGroup
@@ -366,27 +366,32 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// tailBuffer keeps the last max bytes written to it. It is safe for
-// concurrent use.
-type tailBuffer struct {
+// TailBuffer keeps the last Max bytes written to it: a child process's
+// stderr, whose tail explains its failure, without holding what a chatty
+// or hostile program prints. It is safe for concurrent use.
+type TailBuffer struct {
 	mu  sync.Mutex
-	max int
+	Max int
 	b   []byte
 }
 
 // Write appends p, dropping what falls out of the tail.
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(p) >= t.Max {
+		t.b = append(t.b[:0], p[len(p)-t.Max:]...)
+		return len(p), nil
+	}
 	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
+	if over := len(t.b) - t.Max; over > 0 {
 		t.b = append(t.b[:0], t.b[over:]...)
 	}
 	return len(p), nil
 }
 
 // String returns the tail, invalid UTF-8 replaced.
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.ToValidUTF8(string(t.b), "\uFFFD")
