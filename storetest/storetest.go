@@ -104,6 +104,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultPagesSearch", testResultPagesSearch},
 		{"ResultPagesSearchBudget", testResultPagesSearchBudget},
 		{"ResultPagesSearchBudgetChunks", testResultPagesSearchBudgetChunks},
+		{"ResultPagesTieWalk", testResultPagesTieWalk},
 		{"ResultPagesInvalid", testResultPagesInvalid},
 		{"SkipPayloads", testSkipPayloads},
 	}
