@@ -81,53 +81,16 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 		}
 		sb.WriteString(" WHERE r.run_id = " + b.arg(run.ID))
 	}
-	if q.FailedOnly {
-		sb.WriteString(" AND r.error <> ''")
-	}
-	if q.ItemID != "" {
-		sb.WriteString(" AND r.item_id = " + b.arg(q.ItemID))
-	}
-	validItem := func(alias string) string { return b.validItem(run, version, alias) }
+	tagCol := ""
 	if q.Tag != "" {
 		// Not a count: a membership test (+ in SQLite) and not, as SQLite
 		// would plan it, one lookup per tagged item for each row read.
-		col := "r.item_id"
+		tagCol = "r.item_id"
 		if !b.Postgres && !count && !closeSub {
-			col = "+r.item_id"
-		}
-		// CROSS JOIN: SQLite reads the tag's rows first, rather than
-		// every item of the dataset.
-		sb.WriteString(" AND " + col + " IN (SELECT ti.item_id FROM item_tags t CROSS JOIN dataset_items ti WHERE ti.id = t.item_row AND t.tag = " +
-			b.arg(q.Tag) + " AND " + validItem("ti") + ")")
-	}
-	if q.ToolErrors {
-		if b.Postgres {
-			sb.WriteString(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements(convert_from(r.trajectory, 'UTF8')::jsonb -> 'calls') c
-				WHERE COALESCE(c ->> 'error', '') <> '')`)
-		} else {
-			sb.WriteString(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(CAST(r.trajectory AS TEXT), '$.calls') c
-				WHERE COALESCE(json_extract(c.value, '$.error'), '') <> '')`)
+			tagCol = "+r.item_id"
 		}
 	}
-	if q.Scorer != "" {
-		sb.WriteString(" AND NOT EXISTS (SELECT 1 FROM scores s WHERE s.run_id = r.run_id AND s.idx = r.idx AND s.rep = r.rep AND s.scorer = " +
-			b.arg(q.Scorer) + " AND s.score IS NOT NULL AND ")
-		if q.Below != nil {
-			sb.WriteString("s.score >= " + b.arg(*q.Below) + ")")
-		} else {
-			threshold := evalrun.DefaultThreshold
-			for _, sc := range run.Scorers {
-				if sc.Name == q.Scorer {
-					threshold = sc.Threshold
-					break
-				}
-			}
-			sb.WriteString("s.score >= " + b.arg(threshold) + " AND s.passed)")
-		}
-	}
-	if q.Search != "" {
-		sb.WriteString(" AND " + b.searchClause(run, version, q.Search))
-	}
+	sb.WriteString(b.filters(run, version, q, tagCol))
 	if closeSub {
 		sb.WriteString(")")
 	}
@@ -172,6 +135,63 @@ func (b *PageSQL) Keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery,
 	}
 	sb.WriteString(idx + ", " + rep + " LIMIT " + b.arg(int64(limit)))
 	return sb.String(), b.args
+}
+
+// filters returns the conditions (each " AND …") on result r of q's
+// filters. A tag is tested as tagCol IN (the tag's items) when tagCol is
+// set (the list built once per query), else as a correlated EXISTS by
+// index per row (dataset_items_item, item_tags' key): the cheaper one when
+// a query reads few rows, as a walk of tied scores does.
+func (b *PageSQL) filters(run *evalrun.Run, version int, q evalrun.ResultPageQuery, tagCol string) string {
+	var sb strings.Builder
+	w := func(s string) { sb.WriteString(s) }
+	if q.FailedOnly {
+		w(" AND r.error <> ''")
+	}
+	if q.ItemID != "" {
+		w(" AND r.item_id = " + b.arg(q.ItemID))
+	}
+	validItem := func(alias string) string { return b.validItem(run, version, alias) }
+	if q.Tag != "" && tagCol != "" {
+		// CROSS JOIN: SQLite reads the tag's rows first, rather than
+		// every item of the dataset.
+		w(" AND " + tagCol + " IN (SELECT ti.item_id FROM item_tags t CROSS JOIN dataset_items ti WHERE ti.id = t.item_row AND t.tag = " +
+			b.arg(q.Tag) + " AND " + validItem("ti") + ")")
+	} else if q.Tag != "" {
+		// CROSS JOIN: the result's item first (dataset_items_item), then
+		// its tag by item_tags' key.
+		w(" AND EXISTS (SELECT 1 FROM dataset_items ti CROSS JOIN item_tags t WHERE " + validItem("ti") +
+			" AND ti.item_id = r.item_id AND t.tag = " + b.arg(q.Tag) + " AND t.item_row = ti.id)")
+	}
+	if q.ToolErrors {
+		if b.Postgres {
+			w(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements(convert_from(r.trajectory, 'UTF8')::jsonb -> 'calls') c
+				WHERE COALESCE(c ->> 'error', '') <> '')`)
+		} else {
+			w(` AND r.trajectory IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(CAST(r.trajectory AS TEXT), '$.calls') c
+				WHERE COALESCE(json_extract(c.value, '$.error'), '') <> '')`)
+		}
+	}
+	if q.Scorer != "" {
+		w(" AND NOT EXISTS (SELECT 1 FROM scores s WHERE s.run_id = r.run_id AND s.idx = r.idx AND s.rep = r.rep AND s.scorer = " +
+			b.arg(q.Scorer) + " AND s.score IS NOT NULL AND ")
+		if q.Below != nil {
+			w("s.score >= " + b.arg(*q.Below) + ")")
+		} else {
+			threshold := evalrun.DefaultThreshold
+			for _, sc := range run.Scorers {
+				if sc.Name == q.Scorer {
+					threshold = sc.Threshold
+					break
+				}
+			}
+			w("s.score >= " + b.arg(threshold) + " AND s.passed)")
+		}
+	}
+	if q.Search != "" {
+		w(" AND " + b.searchClause(run, version, q.Search))
+	}
+	return sb.String()
 }
 
 // validItem is the condition that the dataset_items row alias is of the
@@ -258,8 +278,7 @@ func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQu
 	read func(query string, args []any) ([]resultq.Cursor, error)) (keys []resultq.Cursor, next []byte, scanned int, err error) {
 	size := q.PageSize()
 	if q.Search == "" || q.SearchBudget == 0 {
-		query, args := b.Keys(run, version, q, after, size+1, false)
-		if keys, err = read(query, args); err != nil {
+		if keys, err = b.keys(run, version, q, after, size+1, read); err != nil {
 			return nil, nil, 0, err
 		}
 		if len(keys) > size {
@@ -271,8 +290,7 @@ func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQu
 	wq := q
 	wq.Search = ""
 	// One more than the budget: whether results follow the window.
-	query, args := b.Keys(run, version, wq, after, q.SearchBudget+1, false)
-	window, err := read(query, args)
+	window, err := b.keys(run, version, wq, after, q.SearchBudget+1, read)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -317,6 +335,150 @@ func (b *PageSQL) PageKeys(run *evalrun.Run, version int, q evalrun.ResultPageQu
 		return keys, window[len(window)-1].Encode(), len(window), nil
 	}
 	return keys, nil, len(window), nil
+}
+
+// The bounds of a walk of tied scores (walkDesc): the rows it examines
+// before it hands over to the sorting query, and the score values it
+// visits (each costs two or three small queries).
+const (
+	walkBudget = 2048
+	walkValues = 16
+	walkChunk  = 64
+)
+
+// keys returns up to limit keys of listing q after the cursor, with no
+// search: through Keys, or by walkDesc for a descending score sort.
+func (b *PageSQL) keys(run *evalrun.Run, version int, q evalrun.ResultPageQuery, after *resultq.Cursor, limit int,
+	read func(query string, args []any) ([]resultq.Cursor, error)) ([]resultq.Cursor, error) {
+	if q.Sort == evalrun.SortScore && q.Desc && q.ItemID == "" && q.Search == "" {
+		return b.walkDesc(run, version, q, after, limit, read)
+	}
+	query, args := b.Keys(run, version, q, after, limit, false)
+	return read(query, args)
+}
+
+// walkDesc returns the keys of a descending score sort one score value at
+// a time, each value's rows in (idx, rep) order as score_keys' index holds
+// them, testing the filters per row, and stops when it has limit keys. The
+// sorting query (Keys) reads and sorts every row of a value's run of ties
+// before its first row (the top score of a 100,000-result run can have
+// 10,000), and with a tag filter first lists every tagged result; the walk
+// reads about limit / (the filters' share) rows. A filter that keeps few
+// rows would make it read many: past walkBudget rows or walkValues values
+// it hands over to Keys from where it is, so that it costs at most that
+// much more than Keys alone.
+func (b *PageSQL) walkDesc(run *evalrun.Run, version int, q evalrun.ResultPageQuery, after *resultq.Cursor, limit int,
+	read func(query string, args []any) ([]resultq.Cursor, error)) ([]resultq.Cursor, error) {
+	filtered := q.FailedOnly || q.Tag != "" || q.ToolErrors || q.Scorer != ""
+	var keys []resultq.Cursor
+	// The walk's position: value v, after (pos) when set.
+	var v float64
+	var pos *resultq.Cursor
+	if after != nil {
+		v, pos = after.Num, after
+	} else {
+		top, err := b.nextValue(run, q.SortScorer, nil, read)
+		if err != nil || top == nil {
+			return nil, err
+		}
+		v = *top
+	}
+	examined, values, chunk := 0, 1, walkChunk
+	for {
+		// The last key of the chunk of value v after pos (none: the value
+		// ends within the chunk). Unfiltered, every row is kept: limit
+		// bounds the rows read.
+		var end *resultq.Cursor
+		if filtered {
+			query, args := b.valueRows(run, version, evalrun.ResultPageQuery{SortScorer: q.SortScorer}, v, pos, nil, 1, chunk-1)
+			ends, err := read(query, args)
+			if err != nil {
+				return nil, err
+			}
+			if len(ends) > 0 {
+				end = &ends[0]
+			}
+		}
+		query, args := b.valueRows(run, version, q, v, pos, end, limit-len(keys), 0)
+		found, err := read(query, args)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, found...)
+		if len(keys) >= limit {
+			return keys[:limit], nil
+		}
+		if end != nil {
+			// More rows of v follow the chunk.
+			examined += chunk
+			pos, chunk = end, chunk*4
+		} else {
+			examined += len(found) // unfiltered; filtered, at least this
+			next, err := b.nextValue(run, q.SortScorer, &v, read)
+			if err != nil || next == nil {
+				return keys, err
+			}
+			values++
+			// Before the next value: after every row of v.
+			v, pos, chunk = *next, nil, walkChunk
+		}
+		if examined >= walkBudget || values > walkValues {
+			from := pos
+			if from == nil {
+				// All of value v: after an index no result has.
+				from = &resultq.Cursor{Num: v, Index: -1, Repeat: -1}
+			}
+			query, args := b.Keys(run, version, q, from, limit-len(keys), false)
+			rest, err := read(query, args)
+			return append(keys, rest...), err
+		}
+	}
+}
+
+// nextValue returns the highest score of scorer in run below *below (the
+// highest of all when below is nil), nil when there is none.
+func (b *PageSQL) nextValue(run *evalrun.Run, scorer string, below *float64,
+	read func(query string, args []any) ([]resultq.Cursor, error)) (*float64, error) {
+	b.args = nil
+	query := "SELECT k.idx, k.rep, k.score, '' FROM score_keys k WHERE k.run_id = " + b.arg(run.ID) + " AND k.scorer = " + b.arg(scorer)
+	if below != nil {
+		query += " AND k.score < " + b.arg(*below)
+	}
+	rows, err := read(query+" ORDER BY k.score DESC LIMIT 1", b.args)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return &rows[0].Num, nil
+}
+
+// valueRows returns the query of the keys of run's results with score v
+// by q.SortScorer after pos (when set) up to end (when set), that q's
+// filters keep, in (idx, rep) order: limit of them after skipping offset.
+func (b *PageSQL) valueRows(run *evalrun.Run, version int, q evalrun.ResultPageQuery, v float64, pos, end *resultq.Cursor, limit, offset int) (string, []any) {
+	b.args = nil
+	filtered := q.FailedOnly || q.Tag != "" || q.ToolErrors || q.Scorer != ""
+	var sb strings.Builder
+	sb.WriteString("SELECT k.idx, k.rep, k.score, '' FROM score_keys k")
+	if filtered {
+		// CROSS JOIN: SQLite reads score_keys first, in the order asked,
+		// and each row's result by its key.
+		sb.WriteString(" CROSS JOIN results r")
+	}
+	sb.WriteString(" WHERE k.run_id = " + b.arg(run.ID) + " AND k.scorer = " + b.arg(q.SortScorer) + " AND k.score = " + b.arg(v))
+	if pos != nil {
+		sb.WriteString(" AND (k.idx, k.rep) > (" + b.arg(int64(pos.Index)) + ", " + b.arg(int64(pos.Repeat)) + ")")
+	}
+	if end != nil {
+		sb.WriteString(" AND (k.idx, k.rep) <= (" + b.arg(int64(end.Index)) + ", " + b.arg(int64(end.Repeat)) + ")")
+	}
+	if filtered {
+		sb.WriteString(" AND r.run_id = k.run_id AND r.idx = k.idx AND r.rep = k.rep" + b.filters(run, version, q, ""))
+	}
+	sb.WriteString(" ORDER BY k.idx, k.rep LIMIT " + b.arg(int64(limit)))
+	if offset > 0 {
+		sb.WriteString(" OFFSET " + b.arg(int64(offset)))
+	}
+	return sb.String(), b.args
 }
 
 // ScoreKeys returns the sort values of r's scores by scorers (a row of
