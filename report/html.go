@@ -395,11 +395,12 @@ func sizeText(n int) string {
 	case n >= 10<<10:
 		return fmt.Sprintf("%d KB", n>>10)
 	}
-	return comma(n) + " bytes"
+	return Thousands(n) + " bytes"
 }
 
-// comma writes n with thousands separators: 100,000.
-func comma(n int) string {
+// Thousands writes n with thousands separators: 100,000. The viewer
+// writes its counts the same way.
+func Thousands(n int) string {
 	s := strconv.Itoa(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -424,7 +425,7 @@ var htmlFuncs = template.FuncMap{
 	"ms":    msText,
 	"usd":   usd,
 	"int64": intText,
-	"comma": comma,
+	"comma": Thousands,
 	"dur":   durationText,
 	"when": func(t *time.Time) string {
 		if t == nil {

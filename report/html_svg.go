@@ -41,7 +41,7 @@ func scoreHist(counts [HistogramBuckets]int, threshold float64) svgHist {
 		if i == HistogramBuckets-1 {
 			hi = "]"
 		}
-		titles[i] = fmt.Sprintf("[%.1f, %.1f%s: %s", float64(i)/10, float64(i+1)/10, hi, comma(c))
+		titles[i] = fmt.Sprintf("[%.1f, %.1f%s: %s", float64(i)/10, float64(i+1)/10, hi, Thousands(c))
 		pass[i] = float64(i)/10 >= threshold-1e-9
 	}
 	h := bars(counts[:], titles, pass)
@@ -122,7 +122,7 @@ func (l *latencyCounter) hist() *svgHist {
 	}
 	titles := make([]string, len(l.counts))
 	for i, c := range l.counts {
-		titles[i] = fmt.Sprintf("[%s, %s): %s", msNumber(float64(i)*l.width), msNumber(float64(i+1)*l.width), comma(c))
+		titles[i] = fmt.Sprintf("[%s, %s): %s", msNumber(float64(i)*l.width), msNumber(float64(i+1)*l.width), Thousands(c))
 	}
 	h := bars(l.counts, titles, nil)
 	h.Label = "latency histogram"

@@ -40,7 +40,7 @@ func TestHTMLManyTagsBounded(t *testing.T) {
 	if got := strings.Count(first, `<span class="tag">`); got != maxHTMLTags {
 		t.Errorf("the first item shows %d tags, want %d", got, maxHTMLTags)
 	}
-	if want := "and " + comma(n-maxHTMLTags) + " more tags"; !strings.Contains(first, want) {
+	if want := "and " + Thousands(n-maxHTMLTags) + " more tags"; !strings.Contains(first, want) {
 		t.Errorf("the first item's header lacks %q", want)
 	}
 	if len(doc) > 1<<20 {

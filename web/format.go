@@ -95,7 +95,7 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(*p, 'f', 3, 64)
 	},
-	"comma": comma,
+	"comma": report.Thousands,
 	"mean": func(p *float64) string {
 		if p == nil {
 			return "—"
@@ -222,25 +222,7 @@ func int64Text(p *int64) string {
 	if p == nil {
 		return "—"
 	}
-	return comma(int(*p))
-}
-
-// comma writes n with thousands separators.
-func comma(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return report.Thousands(int(*p))
 }
 
 func whenText(t time.Time) string {
@@ -364,7 +346,7 @@ func newHistogram(counts [report.HistogramBuckets]int, threshold float64) histog
 		}
 		h.Bars = append(h.Bars, bar{
 			X: i * (histBar + histGap), Y: histH - height, W: histBar, H: height, Count: c,
-			Label: fmt.Sprintf("[%.1f, %.1f%s: %s", float64(i)/10, float64(i+1)/10, hi, comma(c)),
+			Label: fmt.Sprintf("[%.1f, %.1f%s: %s", float64(i)/10, float64(i+1)/10, hi, report.Thousands(c)),
 			Pass:  float64(i)/10 >= threshold-1e-9,
 		})
 	}
