@@ -33,7 +33,7 @@ func testResultPagesSearchEscaped(t *testing.T, s evalrun.Store) {
 	for _, tc := range []struct{ search, want string }{
 		{"naïve", "0/0"},
 		{"NAÏVE CAFÉ", "0/0"}, // folded before it is escaped
-		{"🎉", "0/0"},         // a surrogate pair
+		{"🎉", "0/0"},          // a surrogate pair
 		{"École", "0/0"},      // an output, as written
 		{"plain", "1/0"},
 	} {
