@@ -8,16 +8,14 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/otlptest"
 	"github.com/evalrun/evalrun/internal/tracing"
 	"github.com/evalrun/evalrun/target"
 )
@@ -26,12 +24,7 @@ import (
 // each get a GenAI span inside a traced run, and their requests carry its
 // traceparent.
 func TestModelCallSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	rec, tp := otlptest.Record(t)
 
 	var mu sync.Mutex
 	var parents []string
@@ -116,12 +109,7 @@ func TestModelCallSpans(t *testing.T) {
 // tool call answered by its run target, whose HTTP request carries the
 // tool span's traceparent.
 func TestAgentSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	rec, tp := otlptest.Record(t)
 
 	var toolParent string
 	toolSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -168,12 +156,7 @@ func TestAgentSpans(t *testing.T) {
 // attempt's number, and the request carries that span's traceparent. A
 // failed first attempt is its own span, retried as a sibling.
 func TestChatAttemptIsTheCallSpan(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
+	rec, _ := otlptest.Record(t)
 
 	var mu sync.Mutex
 	var parents []string
