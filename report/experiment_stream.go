@@ -287,24 +287,34 @@ func writeExperimentJSONStream(ctx context.Context, w io.Writer, e *Experiment) 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(text)
 	bw.WriteString("\n  \"items\": [")
-	n := 0
-	write := jsonArrayRows[*ExperimentItem](bw)
-	err = e.stream.merge(ctx, nil, func(it *ExperimentItem) error {
-		n++
-		return write(it)
-	})
+	n, err := e.streamItems(ctx, jsonArrayRows[*ExperimentItem](bw))
 	if err != nil {
-		return fmt.Errorf("experiment %s: %w", e.Experiment.ID, err)
-	}
-	if n != e.stream.count {
-		// The stored results changed since the report was built: the
-		// items would not match the numbers above them.
-		return fmt.Errorf("experiment %s: %d items stored now, %d when the report was built: the runs changed in between",
-			e.Experiment.ID, n, e.stream.count)
+		return err
 	}
 	if n > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.WriteString("]\n}\n")
 	return bw.Flush()
+}
+
+// streamItems merges the stored runs of a stream-built experiment into its
+// items, in order, calling write for each, and returns how many there were.
+// It fails when the count is not the one the report was built with: the
+// stored results changed since, and the items would not match the numbers
+// written above them.
+func (e *Experiment) streamItems(ctx context.Context, write func(*ExperimentItem) error) (int, error) {
+	n := 0
+	err := e.stream.merge(ctx, nil, func(it *ExperimentItem) error {
+		n++
+		return write(it)
+	})
+	if err != nil {
+		return n, fmt.Errorf("experiment %s: %w", e.Experiment.ID, err)
+	}
+	if n != e.stream.count {
+		return n, fmt.Errorf("experiment %s: %d items stored now, %d when the report was built: the runs changed in between",
+			e.Experiment.ID, n, e.stream.count)
+	}
+	return n, nil
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"html/template"
 	"io"
 )
@@ -27,17 +26,8 @@ func WriteExperimentHTML(ctx context.Context, w io.Writer, e *Experiment, opts H
 	scorers := e.scorerNames()
 	write := func(it *ExperimentItem) error { return writeExperimentHTMLItem(bw, e, scorers, it) }
 	if e.stream != nil && e.Items == nil {
-		n := 0
-		err := e.stream.merge(ctx, nil, func(it *ExperimentItem) error {
-			n++
-			return write(it)
-		})
-		if err != nil {
-			return fmt.Errorf("experiment %s: %w", e.Experiment.ID, err)
-		}
-		if n != e.stream.count {
-			return fmt.Errorf("experiment %s: %d items stored now, %d when the report was built: the runs changed in between",
-				e.Experiment.ID, n, e.stream.count)
+		if _, err := e.streamItems(ctx, write); err != nil {
+			return err
 		}
 	} else {
 		for i := range e.Items {
