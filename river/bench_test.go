@@ -146,11 +146,14 @@ func benchRun(b *testing.B, workers int, latency time.Duration, n int) {
 			pg0[pid] = cpuOf([]int{pid})
 		}
 		run := bb.enqueue(b, "bench", items, runConfig{})
+		enqueued := time.Since(start)
 		s, err := bb.coord.Wait(ctx, run.ID, WaitOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		elapsed += time.Since(start)
+		took := time.Since(start)
+		elapsed += took
+		logPhases(b, bb, run.ID, start, enqueued, took)
 		workerCPU += cpuOf(pids) - w0
 		selfCPU += selfCPUTime() - s0
 		for _, pid := range backends() {
@@ -176,6 +179,20 @@ func benchRun(b *testing.B, workers int, latency time.Duration, n int) {
 	b.ReportMetric(float64(selfCPU.Microseconds())/total, "coord+target-cpu-µs/item")
 	b.ReportMetric(float64(pgCPU.Microseconds())/total, "pg-cpu-µs/item")
 	b.ReportMetric(0, "ns/op")
+}
+
+// logPhases logs where a run's wall time went: the enqueue, the first and
+// last item processed (the results' own timestamps) and the end of Wait,
+// each since the run began.
+func logPhases(b *testing.B, bb *bundle, runID string, start time.Time, enqueued, took time.Duration) {
+	var first, last time.Time
+	if err := bb.store.Pool().QueryRow(context.Background(),
+		`SELECT min(started_at), max(completed_at) FROM results WHERE run_id = $1`, runID).Scan(&first, &last); err != nil {
+		b.Fatal(err)
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	b.Logf("phases: enqueued %s, first item started %s, last item done %s, wait returned %s",
+		ms(enqueued), ms(first.Sub(start)), ms(last.Sub(start)), ms(took))
 }
 
 // cpuOf sums the user and system CPU time of processes (Linux /proc; 0

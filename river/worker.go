@@ -101,6 +101,15 @@ type WorkerOptions struct {
 	// CachedRuns bounds the runs kept built at once; 0 means
 	// DefaultCachedRuns.
 	CachedRuns int
+	// FetchAhead is how many jobs per queue the worker holds fetched
+	// beyond the Concurrency it executes, so that a slot freed by a job
+	// starts the next one at once instead of after River's next fetch;
+	// 0 means Concurrency, a negative value none. A job fetched ahead
+	// waits in this worker (River counts it running: the liveness rules
+	// apply to it), starts as soon as a slot frees, and goes back to the
+	// queue at once, without an attempt counted, when the worker stops
+	// before it started.
+	FetchAhead int
 	// ID names the worker in River and in the heartbeat table (unique per
 	// process); "" generates one from the host name and process id.
 	ID string
@@ -140,6 +149,14 @@ type Worker struct {
 	metrics  *workerMetrics // nil without WorkerOptions.Metrics
 	// lastBeat is when the worker last recorded its heartbeat (Unix ns).
 	lastBeat atomic.Int64
+	// slots holds a token per job executing, per queue: River runs up to
+	// Concurrency + FetchAhead jobs, and those beyond Concurrency wait
+	// here for a slot.
+	slots map[string]chan struct{}
+	// stopping is closed when Stop begins: jobs still waiting for a slot
+	// go back to the queue.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 
 	// stopBeating ends the heartbeat loop; beatingDone is closed once it
 	// has ended.
@@ -194,13 +211,23 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	if opts.CachedRuns <= 0 {
 		opts.CachedRuns = DefaultCachedRuns
 	}
+	switch {
+	case opts.FetchAhead == 0:
+		opts.FetchAhead = opts.Concurrency
+	case opts.FetchAhead < 0:
+		opts.FetchAhead = 0
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := Migrate(ctx, store.Pool()); err != nil {
 		return nil, err
 	}
-	w := &Worker{store: store, builder: b, opts: opts, results: opts.results}
+	w := &Worker{store: store, builder: b, opts: opts, results: opts.results,
+		slots: make(map[string]chan struct{}, len(opts.Queues)), stopping: make(chan struct{})}
+	for _, q := range opts.Queues {
+		w.slots[q] = make(chan struct{}, opts.Concurrency)
+	}
 	if w.results == nil {
 		w.results = store
 	}
@@ -220,7 +247,7 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	}
 	queues := make(map[string]river.QueueConfig, len(opts.Queues))
 	for _, q := range opts.Queues {
-		queues[q] = river.QueueConfig{MaxWorkers: opts.Concurrency}
+		queues[q] = river.QueueConfig{MaxWorkers: opts.Concurrency + opts.FetchAhead}
 	}
 	client, err := newClient(store.Pool(), &river.Config{
 		ID:      opts.ID,
@@ -341,6 +368,7 @@ func (w *Worker) Healthy() error {
 // first, in-flight jobs are cancelled at once. Stopping twice is safe.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.stopOnce.Do(func() {
+		w.stoppingOnce.Do(func() { close(w.stopping) })
 		err := w.client.Stop(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = w.client.StopAndCancel(context.WithoutCancel(ctx))
@@ -427,6 +455,17 @@ type jobWorker struct {
 // (the run could not be loaded, the result could not be written, the
 // worker is stopping) makes River retry the job later.
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
+	slots := j.w.slots[job.Queue]
+	select {
+	case slots <- struct{}{}:
+	case <-j.w.stopping:
+		// Fetched ahead and not started: back to the queue for any
+		// worker, without an attempt counted.
+		return river.JobSnooze(0)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-slots }()
 	j.w.metrics.started()
 	defer j.w.metrics.ended()
 	err := j.work(ctx, job)
