@@ -181,18 +181,19 @@ func benchRun(b *testing.B, workers int, latency time.Duration, n int) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// logPhases logs where a run's wall time went: the enqueue, the first and
-// last item processed (the results' own timestamps) and the end of Wait,
+// logPhases logs where a run's wall time went: the enqueue, the first
+// job's fetch, the first and last item processed (the results' own timestamps) and the end of Wait,
 // each since the run began.
 func logPhases(b *testing.B, bb *bundle, runID string, start time.Time, enqueued, took time.Duration) {
-	var first, last time.Time
+	var fetched, first, last time.Time
 	if err := bb.store.Pool().QueryRow(context.Background(),
-		`SELECT min(started_at), max(completed_at) FROM results WHERE run_id = $1`, runID).Scan(&first, &last); err != nil {
+		`SELECT (SELECT min(attempted_at) FROM river_job WHERE kind = $2 AND args->>'run_id' = $1),
+			min(started_at), max(completed_at) FROM results WHERE run_id = $1`, runID, Kind).Scan(&fetched, &first, &last); err != nil {
 		b.Fatal(err)
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	b.Logf("phases: enqueued %s, first item started %s, last item done %s, wait returned %s",
-		ms(enqueued), ms(first.Sub(start)), ms(last.Sub(start)), ms(took))
+	b.Logf("phases: enqueued %s, first job fetched %s, first item started %s, last item done %s, wait returned %s",
+		ms(enqueued), ms(fetched.Sub(start)), ms(first.Sub(start)), ms(last.Sub(start)), ms(took))
 }
 
 // cpuOf sums the user and system CPU time of processes (Linux /proc; 0

@@ -272,14 +272,18 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 				evalrun.ErrInvalid, runID, rec.Total-ok-failed, rec.Total)
 		}
 	}
-	ticker := time.NewTicker(c.opts.PollInterval)
-	defer ticker.Stop()
+	pace := pollPace{interval: c.opts.PollInterval, total: rec.Total}
 	lastDone := -1
 	lastJobError := ""
 	nextLiveCheck := time.Now().Add(liveCheckInterval)
 	var failingSince time.Time
 	for {
+		at := c.opts.Clock.Now()
 		done, cancelled, err := c.poll(ctx, rec, wo, &lastDone, &nextLiveCheck, &lastJobError)
+		delay := c.opts.PollInterval
+		if err == nil {
+			delay = pace.next(at, lastDone, c.opts.Clock.Now().Sub(at))
+		}
 		switch {
 		case err == nil:
 			failingSince = time.Time{}
@@ -304,9 +308,42 @@ func (c *Coordinator) Wait(ctx context.Context, runID string, wo WaitOptions) (*
 				return nil, err
 			}
 			return c.finalize(bg, runID, true, cause, wo)
-		case <-ticker.C:
+		case <-c.opts.Clock.After(delay):
 		}
 	}
+}
+
+// pollPace paces Wait's polls: every PollInterval, and sooner when the
+// rate of results between the last two polls says the run will be done
+// before the next one, so that Wait returns soon after the last result
+// instead of up to a PollInterval later (a quarter of a second by
+// default, as long as a worker takes to execute ~1,000 fast items). The
+// polls it adds fall in the run's last PollInterval only, at most one per
+// PollInterval/20, and never closer than twice a poll's own duration: a
+// count grows with the run's results.
+type pollPace struct {
+	interval time.Duration
+	total    int
+	// The previous poll: when it began and the results it counted.
+	at   time.Time
+	done int
+	seen bool
+}
+
+// next returns how long to wait after a poll that began at at, counted
+// done results and took took.
+func (p *pollPace) next(at time.Time, done int, took time.Duration) time.Duration {
+	d := p.interval
+	if p.seen && done > p.done && done < p.total {
+		// The time the remaining results take at the latest rate, in
+		// floating point: it may exceed a Duration's range.
+		eta := float64(at.Sub(p.at)) * float64(p.total-done) / float64(done-p.done)
+		if eta < float64(d) {
+			d = min(max(time.Duration(eta), p.interval/20, 2*took), p.interval)
+		}
+	}
+	p.at, p.done, p.seen = at, done, true
+	return d
 }
 
 // poll looks at the run once: done reports that it can be finalized,

@@ -130,6 +130,9 @@ type WorkerOptions struct {
 	// resultsQueued, when set, is told how many results wait for a write
 	// each time one arrives (tests).
 	resultsQueued func(n int)
+	// slotWaited, when set, is called when a job fetched ahead starts
+	// waiting for a slot (tests).
+	slotWaited func()
 }
 
 // Worker executes the jobs of distributed runs. Start it, then Stop it; it
@@ -449,7 +452,8 @@ type jobWorker struct {
 	w *Worker
 }
 
-// Work processes one execution. It returns nil once a result is stored,
+// Work processes one execution once a slot is free (see
+// WorkerOptions.FetchAhead). It returns nil once a result is stored,
 // whatever the item's outcome; river.JobCancel for a run that was
 // cancelled or ended, or a job that does not fit its run; any other error
 // (the run could not be loaded, the result could not be written, the
@@ -458,12 +462,13 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	slots := j.w.slots[job.Queue]
 	select {
 	case slots <- struct{}{}:
-	case <-j.w.stopping:
-		// Fetched ahead and not started: back to the queue for any
-		// worker, without an attempt counted.
-		return river.JobSnooze(0)
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	default:
+		if j.w.opts.slotWaited != nil {
+			j.w.opts.slotWaited()
+		}
+		if err := j.w.waitForSlot(ctx, slots); err != nil {
+			return err
+		}
 	}
 	defer func() { <-slots }()
 	j.w.metrics.started()
@@ -474,6 +479,21 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 		j.w.metrics.jobFailed()
 	}
 	return err
+}
+
+// waitForSlot waits for a slot to execute a job fetched ahead. A worker
+// stopping returns the job to the queue at once, for any worker, without
+// an attempt counted (River's snooze); a job cancelled meanwhile ends with
+// its context's cause.
+func (w *Worker) waitForSlot(ctx context.Context, slots chan struct{}) error {
+	select {
+	case slots <- struct{}{}:
+		return nil
+	case <-w.stopping:
+		return river.JobSnooze(0)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // work is Work without the metrics.
