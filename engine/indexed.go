@@ -36,12 +36,16 @@ type IndexedOptions struct {
 // in roughly increasing order, from processes that cannot keep the whole
 // dataset (distributed workers).
 //
-// [NewIndexedItems] walks the sequence once, dropping every item, and
-// records where each page of PageSize selected items starts: a store
+// It records where each page of PageSize selected items starts: a store
 // cursor and a count of store items to skip after it, a few bytes per
 // page. [IndexedItems.Item] loads the page holding the index from there
 // and keeps the last CachedPages pages used. Concurrent calls wanting the
-// same page share one load.
+// same page share one load. Without tags, the count is the version's
+// stored item count and the starts are found as pages are loaded: each
+// load records where the next page starts, so a run's first jobs wait for
+// one page, not a walk of the whole sequence, and jobs coming in order
+// read each page once. With tags, [NewIndexedItems] walks the sequence
+// once to count it, dropping every item, and records every start.
 //
 // Memory: CachedPages × PageSize items (by default 4 × 256), plus the
 // pages of loads under way for different pages at once (at most one per
@@ -57,10 +61,15 @@ type IndexedItems struct {
 	maxPages int
 	n        int
 	scanned  int
-	// marks[k] is where page k starts.
-	marks []pageMark
+	// walk serialises the loads that record the start of a page not yet
+	// known (without tags): a call wanting that page waits for them
+	// instead of reading the pages before it again.
+	walk sync.Mutex
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// marks[k] is where page k starts; without tags, only the pages up to
+	// the furthest loaded one (plus one) are known.
+	marks []pageMark
 	pages map[int]*itemPage
 	clock uint64
 	loads int
@@ -99,6 +108,20 @@ func NewIndexedItems(ctx context.Context, store evalrun.DatasetStore, name strin
 	}
 	x := &IndexedItems{store: store, name: name, version: version, sel: sel,
 		pageSize: opts.PageSize, maxPages: opts.CachedPages, pages: make(map[int]*itemPage)}
+	if len(sel.Tags) == 0 {
+		// Every stored item is selected: the count is the version's, and
+		// page k starts at stored item k×PageSize, found as pages load.
+		n, err := versionItemCount(ctx, store, name, version)
+		if err != nil {
+			return nil, err
+		}
+		if sel.Limit > 0 {
+			n = min(n, sel.Limit)
+		}
+		x.n, x.scanned = n, n // scanned: what a counting pass would have read
+		x.marks = []pageMark{{}}
+		return x, nil
+	}
 	var after []byte
 	for {
 		page, next, err := x.read(ctx, after)
@@ -123,6 +146,20 @@ func NewIndexedItems(ctx context.Context, store evalrun.DatasetStore, name strin
 		}
 		after = next
 	}
+}
+
+// versionItemCount is the number of items of version of dataset name.
+func versionItemCount(ctx context.Context, store evalrun.DatasetStore, name string, version int) (int, error) {
+	versions, err := store.ListDatasetVersions(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("dataset %s version %d: %w", name, version, err)
+	}
+	for _, v := range versions {
+		if v.Version == version {
+			return v.ItemCount, nil
+		}
+	}
+	return 0, fmt.Errorf("dataset %s version %d: %w", name, version, evalrun.ErrNotFound)
 }
 
 // read is one store page after the cursor after.
@@ -222,28 +259,72 @@ func (x *IndexedItems) load(ctx context.Context, k int, p *itemPage) {
 	}
 }
 
-// loadPage reads the selected items of page k from its mark.
+// loadPage reads the selected items of page k from its mark. When the
+// start of page k or of the next one is not known yet, it holds the walk
+// while it reads, reading the pages before k first if their starts are
+// unknown too, and records the starts it finds.
 func (x *IndexedItems) loadPage(ctx context.Context, k int) ([]*evalrun.Item, error) {
+	pages := (x.n + x.pageSize - 1) / x.pageSize
+	known := func(j int) bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return j >= pages || j < len(x.marks)
+	}
+	if !known(k) || !known(k+1) {
+		x.walk.Lock()
+		defer x.walk.Unlock()
+		for j := x.knownPages() - 1; j < k; j++ {
+			if _, err := x.readPage(ctx, j); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return x.readPage(ctx, k)
+}
+
+// knownPages is the number of pages whose start is known.
+func (x *IndexedItems) knownPages() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.marks)
+}
+
+// readPage reads the selected items of page k, whose start is known, and
+// records where page k+1 starts if that was not known.
+func (x *IndexedItems) readPage(ctx context.Context, k int) ([]*evalrun.Item, error) {
 	want := min(x.pageSize, x.n-k*x.pageSize)
 	items := make([]*evalrun.Item, 0, want)
+	x.mu.Lock()
 	m := x.marks[k]
+	x.mu.Unlock()
 	after, skip := m.after, m.skip
 	for {
 		page, next, err := x.read(ctx, after)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range page[min(skip, len(page)):] {
+		for i := min(skip, len(page)); i < len(page); i++ {
+			it := page[i]
 			if it == nil || !x.sel.keeps(it) {
 				continue
 			}
 			items = append(items, it)
 			if len(items) == want {
+				end := pageMark{after: after, skip: i + 1}
+				if end.skip == len(page) && next != nil {
+					end = pageMark{after: next}
+				}
+				x.mu.Lock()
+				if len(x.marks) == k+1 && (k+1)*x.pageSize < x.n {
+					x.marks = append(x.marks, end)
+				}
+				x.mu.Unlock()
 				return items, nil
 			}
 		}
 		if len(page) == 0 || next == nil {
-			// The version is immutable: the walk found these items.
+			// The version is immutable: its count (or the walk) says
+			// these items exist.
 			return nil, fmt.Errorf("dataset %s version %d: page %d ended after %d of its %d items: %w",
 				x.name, x.version, k, len(items), want, ErrItems)
 		}

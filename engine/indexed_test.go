@@ -228,3 +228,52 @@ func TestIndexedItemsFailedLoadIsRetried(t *testing.T) {
 		t.Errorf("loads %d, pages held %d; want 2 and 1", x.Loads(), x.CachedPages())
 	}
 }
+
+// Without tags nothing is read up front: the count is the version's, the
+// first item costs one store page, items read in order cost each store
+// page once, and an index far ahead reads the pages before it once to
+// find where its page starts.
+func TestIndexedItemsWithoutTagsReadNothingUpFront(t *testing.T) {
+	store, version := importTagged(t, 700)
+	calls := func() int {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.calls
+	}
+	x, err := engine.NewIndexedItems(t.Context(), store, "d", version, engine.Selection{}, engine.IndexedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Len() != 700 || calls() != 0 {
+		t.Fatalf("Len %d after %d store reads, want 700 after none", x.Len(), calls())
+	}
+	if it, err := x.Item(t.Context(), 0); err != nil || it.ID != "i000" || calls() != 1 {
+		t.Fatalf("Item(0) = %v, %v after %d store reads; want i000 after 1", it, err, calls())
+	}
+	for i := range 700 {
+		if it, err := x.Item(t.Context(), i); err != nil || it.ID != fmt.Sprintf("i%03d", i) {
+			t.Fatalf("Item(%d) = %v, %v", i, it, err)
+		}
+	}
+	if calls() != 3 || x.Loads() != 3 {
+		t.Errorf("in order: %d store reads, %d loads; want each of the 3 pages read once", calls(), x.Loads())
+	}
+
+	y, err := engine.NewIndexedItems(t.Context(), store, "d", version, engine.Selection{Limit: 650}, engine.IndexedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls()
+	if it, err := y.Item(t.Context(), 649); err != nil || it.ID != "i649" {
+		t.Fatalf("Item(649) first = %v, %v; want i649", it, err)
+	}
+	if got := calls() - before; got != 3 || y.Loads() != 1 {
+		t.Errorf("an index on page 3 first: %d store reads, %d loads; want 3 (two to find its start) and 1", got, y.Loads())
+	}
+	if it, err := y.Item(t.Context(), 300); err != nil || it.ID != "i300" {
+		t.Fatalf("Item(300) = %v, %v; want i300", it, err)
+	}
+	if _, err := y.Item(t.Context(), 650); !errors.Is(err, evalrun.ErrInvalid) {
+		t.Errorf("Item(650) beyond the limit: %v, want ErrInvalid", err)
+	}
+}
