@@ -25,6 +25,7 @@ import (
 //	BENCH_CONCURRENCY  slots per worker (default 10)
 //	BENCH_COOLDOWN     the workers' fetch cooldown (default: the worker's)
 //	BENCH_POLL         the workers' fetch poll interval (default: the worker's)
+//	BENCH_AHEAD        the workers' FetchAhead (default: the worker's)
 //	BENCH_POOL         the workers' pool_max_conns (default: pgx's, max(4, CPUs))
 //	BENCH_WAIT_POLL    the coordinator's poll interval (default: 20ms, the tests')
 //	BENCH_CPUPROFILE   a file the (last) worker writes its CPU profile to
@@ -83,6 +84,9 @@ func benchRun(b *testing.B, workers int, latency time.Duration, n int) {
 	}
 	if p := os.Getenv("BENCH_POLL"); p != "" {
 		env = append(env, envPoll+"="+p)
+	}
+	if a := os.Getenv("BENCH_AHEAD"); a != "" {
+		env = append(env, envAhead+"="+a)
 	}
 	if p := os.Getenv("BENCH_CPUPROFILE"); p != "" {
 		env = append(env, envCPUProfile+"="+p)

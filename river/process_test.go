@@ -34,6 +34,7 @@ const (
 	envDeadAfter   = "EVALRUN_RIVER_TEST_DEAD_AFTER"
 	envCooldown    = "EVALRUN_RIVER_TEST_FETCH_COOLDOWN"
 	envPoll        = "EVALRUN_RIVER_TEST_FETCH_POLL"
+	envAhead       = "EVALRUN_RIVER_TEST_FETCH_AHEAD"
 	// envCPUProfile names a file the worker writes its CPU profile to
 	// until it stops (benchmarks).
 	envCPUProfile = "EVALRUN_RIVER_TEST_CPUPROFILE"
@@ -73,6 +74,7 @@ func workerProcessMain() int {
 	deadAfter, _ := time.ParseDuration(os.Getenv(envDeadAfter))
 	cooldown, _ := time.ParseDuration(os.Getenv(envCooldown))
 	poll, _ := time.ParseDuration(os.Getenv(envPoll))
+	ahead, _ := strconv.Atoi(os.Getenv(envAhead))
 	writes := &countingWriter{next: store}
 	var results resultWriter = writes
 	var queued func(int)
@@ -87,6 +89,7 @@ func workerProcessMain() int {
 		DeadAfter:         deadAfter,
 		FetchCooldown:     cooldown,
 		FetchPollInterval: poll,
+		FetchAhead:        ahead,
 		StopTimeout:       10 * time.Second,
 		testOnly:          true,
 		results:           results,
