@@ -40,7 +40,8 @@ type CoordinatorOptions struct {
 	// Queue is the River queue jobs are inserted into; "" means
 	// DefaultQueue. Workers must work it.
 	Queue string
-	// PollInterval is how often Wait counts the stored results; 0 means
+	// PollInterval is how often Wait counts the stored results (more
+	// often near the run's end, see pollPace); 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
 	// SettleTimeout bounds how long a cancel waits for the jobs already
@@ -48,7 +49,8 @@ type CoordinatorOptions struct {
 	SettleTimeout time.Duration
 	// Logger receives database errors Wait rides through; nil discards.
 	Logger *slog.Logger
-	// Clock gives the run's timestamps; nil means the system clock.
+	// Clock gives the run's timestamps and paces Wait's polls; nil means
+	// the system clock.
 	Clock evalrun.Clock
 }
 

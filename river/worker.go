@@ -158,8 +158,7 @@ type Worker struct {
 	slots map[string]chan struct{}
 	// stopping is closed when Stop begins: jobs still waiting for a slot
 	// go back to the queue.
-	stopping     chan struct{}
-	stoppingOnce sync.Once
+	stopping chan struct{}
 
 	// stopBeating ends the heartbeat loop; beatingDone is closed once it
 	// has ended.
@@ -371,7 +370,7 @@ func (w *Worker) Healthy() error {
 // first, in-flight jobs are cancelled at once. Stopping twice is safe.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.stopOnce.Do(func() {
-		w.stoppingOnce.Do(func() { close(w.stopping) })
+		close(w.stopping)
 		err := w.client.Stop(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = w.client.StopAndCancel(context.WithoutCancel(ctx))
