@@ -20,7 +20,7 @@ func init() { register(newWorkerCmd) }
 
 func newWorkerCmd(st *State) *cobra.Command {
 	var (
-		concurrency                       int
+		concurrency, fetchAhead           int
 		queues                            []string
 		heartbeat, deadAfter, stopTimeout time.Duration
 		rescueAfter                       time.Duration
@@ -46,7 +46,14 @@ against the target is rate × number of workers. For a provider limit of 600
 requests/min shared by 3 workers, set rate_limit: 200/m. Adaptive concurrency
 (a 429 halves the calls in flight) also acts per worker.
 
-SIGTERM or Ctrl-C stops gracefully: no new jobs; jobs in flight get
+A worker holds up to --fetch-ahead jobs (default: as many as --concurrency)
+beyond those it executes, so that a freed slot starts the next item at once.
+For items taking seconds or more, run by several workers, --fetch-ahead 0
+lets the last items of a run go to idle workers instead of waiting behind a
+busy one's.
+
+SIGTERM or Ctrl-C stops gracefully: no new jobs; jobs fetched ahead and not
+started go back to the queue at once; jobs in flight get
 --stop-timeout to finish, then are canceled and go back to the queue for
 another worker. A worker killed outright (SIGKILL, OOM, power loss) loses
 nothing: every worker records a heartbeat in the database every --heartbeat,
@@ -64,12 +71,17 @@ Nothing listens unless it is given; it serves no data of the runs.`,
   evalrun worker --metrics-addr 127.0.0.1:9464`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ahead, err := fetchAheadOption(fetchAhead)
+			if err != nil {
+				return err
+			}
 			return st.worker(cmd, metricsAddr, river.WorkerOptions{Concurrency: concurrency, Queues: queues,
-				HeartbeatInterval: heartbeat, DeadAfter: deadAfter, StopTimeout: stopTimeout})
+				HeartbeatInterval: heartbeat, DeadAfter: deadAfter, StopTimeout: stopTimeout, FetchAhead: ahead})
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&concurrency, "concurrency", river.DefaultConcurrency, "items this worker executes at once (per queue)")
+	fl.IntVar(&fetchAhead, "fetch-ahead", -1, "jobs held beyond --concurrency, started as slots free (-1: as many as --concurrency; 0: none)")
 	fl.StringSliceVar(&queues, "queues", []string{river.DefaultQueue}, "River queues to work, comma-separated")
 	fl.DurationVar(&heartbeat, "heartbeat", river.DefaultHeartbeatInterval, "how often this worker records that it is alive and looks for dead workers")
 	fl.DurationVar(&deadAfter, "dead-after", river.DefaultDeadAfter, "others run this worker's jobs again after it has been silent this long (at least 2 × --heartbeat)")
@@ -81,6 +93,20 @@ Nothing listens unless it is given; it serves no data of the runs.`,
 	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics) and health (/healthz) on HOST:PORT; off unless given")
 	fl.DurationVar(&stopTimeout, "stop-timeout", river.DefaultStopTimeout, "on SIGTERM, how long jobs in flight may finish before they return to the queue")
 	return cmd
+}
+
+// fetchAheadOption turns --fetch-ahead into WorkerOptions.FetchAhead,
+// whose zero means "as many as Concurrency" and negative means none.
+func fetchAheadOption(n int) (int, error) {
+	switch {
+	case n == -1:
+		return 0, nil
+	case n == 0:
+		return -1, nil
+	case n < 0:
+		return 0, invalidf("--fetch-ahead %d: must be -1 (as many as --concurrency), 0 (none) or more", n)
+	}
+	return n, nil
 }
 
 // worker is evalrun worker: it runs until the command's context ends
