@@ -2,6 +2,8 @@ package otel
 
 import (
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -329,7 +331,9 @@ func count(n int) uint64 { return uint64(min(max(0, n), math.MaxUint32)) }
 // keyValue writes kv as a KeyValue message in field num.
 func (e *encoder) keyValue(num protowire.Number, kv attribute.KeyValue) {
 	m := e.begin(num)
-	e.str(fKeyValueKey, string(kv.Key))
+	// A KeyValue's key is written even when empty: OTLP has it required.
+	e.buf = protowire.AppendTag(e.buf, fKeyValueKey, protowire.BytesType)
+	e.buf = protowire.AppendString(e.buf, validUTF8(string(kv.Key)))
 	v := e.begin(fKeyValueValue)
 	e.anyValue(kv.Value)
 	e.end(v)
@@ -351,7 +355,7 @@ func (e *encoder) anyValue(v attribute.Value) {
 		e.buf = protowire.AppendFixed64(e.buf, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
 		e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-		e.buf = protowire.AppendString(e.buf, v.AsString())
+		e.buf = protowire.AppendString(e.buf, validUTF8(v.AsString()))
 	case attribute.BYTESLICE:
 		e.buf = protowire.AppendTag(e.buf, fAnyBytes, protowire.BytesType)
 		e.buf = protowire.AppendBytes(e.buf, v.AsByteSlice())
@@ -387,7 +391,7 @@ func (e *encoder) anyValue(v attribute.Value) {
 		for _, s := range v.AsStringSlice() {
 			m := e.begin(fListValues)
 			e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-			e.buf = protowire.AppendString(e.buf, s)
+			e.buf = protowire.AppendString(e.buf, validUTF8(s))
 			e.end(m)
 		}
 		e.end(a)
@@ -442,7 +446,19 @@ func (e *encoder) str(num protowire.Number, s string) {
 		return
 	}
 	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
-	e.buf = protowire.AppendString(e.buf, s)
+	e.buf = protowire.AppendString(e.buf, validUTF8(s))
+}
+
+// validUTF8 returns s with each invalid UTF-8 sequence replaced by U+FFFD.
+// Protobuf strings must be UTF-8: a collector decoding with the official
+// types rejects a whole request for one bad string (and the official
+// exporter's proto.Marshal refuses to send it at all), while an attribute
+// can well carry bytes from a dataset or a model's answer.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func (e *encoder) bytes(num protowire.Number, b []byte) {
