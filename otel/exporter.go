@@ -309,11 +309,11 @@ func (x *exporter) send(ctx context.Context, body []byte, n int) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		retry, wait, err := x.post(ctx, body, n)
+		if err != nil && ctx.Err() != nil {
+			return x.ctxErr(ctx, err)
+		}
 		if !retry {
 			return err
-		}
-		if ctx.Err() != nil {
-			return x.ctxErr(ctx, err)
 		}
 		if wait < 0 {
 			wait = x.backoff(attempt)
@@ -334,14 +334,17 @@ func (x *exporter) send(ctx context.Context, body []byte, n int) error {
 	}
 }
 
-// ctxErr is the error of an export ctx ended, wrapping ctx's error (the
-// caller tells a deadline from the rest) and the last attempt's.
+// ctxErr is the error of an export ctx ended: it wraps ctx's error (the
+// caller tells a deadline from the rest) and says why in words.
 func (x *exporter) ctxErr(ctx context.Context, last error) error {
 	if x.stop.Err() != nil {
 		return fmt.Errorf("%w: %w", errShutdown, last)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("the collector at %s did not answer in time: %w", x.cfg.shown, ctx.Err())
+		return fmt.Errorf("the collector did not answer in time: %w", ctx.Err())
+	}
+	if errors.Is(last, ctx.Err()) {
+		return last
 	}
 	return fmt.Errorf("%w: %w", ctx.Err(), last)
 }

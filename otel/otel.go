@@ -232,6 +232,9 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.firstErr != nil {
+		if errors.Is(t.firstErr, context.DeadlineExceeded) {
+			return errors.New("the collector did not answer in time")
+		}
 		return t.firstErr
 	}
 	return err
