@@ -451,3 +451,27 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
+
+// BenchmarkExport: ExportSpans of a batch of 512 spans shaped like W2's
+// (encode and POST) to an httptest receiver that reads and discards the
+// body. docs/benchmarks.md (*Tracing*) compares it with the official
+// otlptracehttp exporter, measured on a scratch copy that still requires
+// it (this module no longer does).
+func BenchmarkExport(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer srv.Close()
+	spans := benchSpans(512)
+	cfg, err := readConfig(func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}[k] }, os.ReadFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := newExporter(cfg, "bench")
+	defer x.Shutdown(context.Background())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := x.ExportSpans(context.Background(), spans); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(spans))/b.Elapsed().Seconds(), "spans/s")
+}
