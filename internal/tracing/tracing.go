@@ -235,8 +235,9 @@ func DescribeItem(span trace.Span, res *evalrun.ItemResult) {
 	case res.Failed():
 		status = "failed"
 	}
-	attrs := make([]attribute.KeyValue, 0, 8+len(res.Scores))
-	attrs = append(attrs, RunID.String(res.RunID), ItemID.String(res.ItemID), ItemIndex.Int(res.Index),
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(*buf, RunID.String(res.RunID), ItemID.String(res.ItemID), ItemIndex.Int(res.Index),
 		ItemRepeat.Int(res.Repeat), ItemStatus.String(status), ItemAttempts.Int(res.Attempts))
 	if res.CacheHit {
 		attrs = append(attrs, CacheHit.Bool(true))
@@ -250,8 +251,50 @@ func DescribeItem(span trace.Span, res *evalrun.ItemResult) {
 		}
 	}
 	span.SetAttributes(attrs...)
+	*buf = attrs
 	if res.Failed() {
 		span.SetStatus(codes.Error, res.Error)
+	}
+}
+
+// attrBufs holds slices for the attributes of one SetAttributes call on
+// the hot path (an item's, a scorer's), reused from item to item: the
+// variadic slice of a call through the trace.Span interface escapes, so
+// each call allocated its own (~0.6 KB per item, garbage at once). The
+// SDK copies the attributes it is given into the span, so the slice is
+// free again when SetAttributes returns.
+var attrBufs = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
+
+func getAttrs() *[]attribute.KeyValue { return attrBufs.Get().(*[]attribute.KeyValue) }
+
+// putAttrs clears the slice (it must not keep attribute values alive)
+// and gives it back.
+func putAttrs(p *[]attribute.KeyValue) {
+	clear((*p)[:cap(*p)])
+	*p = (*p)[:0]
+	attrBufs.Put(p)
+}
+
+// DescribeScore sets the attributes of a scorer's span from its result,
+// in one SetAttributes call (each call grows the span's attribute slice
+// again), and its status when the scorer failed.
+func DescribeScore(span trace.Span, r *evalrun.ScorerResult) {
+	if !span.IsRecording() {
+		return
+	}
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(*buf, ScorerName.String(r.Scorer))
+	if r.Score != nil {
+		attrs = append(attrs, Score.Float64(*r.Score), ScorePassed.Bool(r.Passed))
+	}
+	if r.Error != "" {
+		attrs = append(attrs, ErrorKind.String(string(r.ErrorKind)))
+	}
+	span.SetAttributes(attrs...)
+	*buf = attrs
+	if r.Error != "" {
+		span.SetStatus(codes.Error, r.Error)
 	}
 }
 
