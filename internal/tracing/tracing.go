@@ -367,13 +367,18 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 func EndModelCall(c ModelCall, u evalrun.Usage, err error) {
 	span := c.span
 	if span.IsRecording() {
-		switch in, out := u.InputTokens, u.OutputTokens; {
-		case in != nil && out != nil:
-			span.SetAttributes(GenAIInputTokens.Int64(*in), GenAIOutputTokens.Int64(*out))
-		case in != nil:
-			span.SetAttributes(GenAIInputTokens.Int64(*in))
-		case out != nil:
-			span.SetAttributes(GenAIOutputTokens.Int64(*out))
+		if u.InputTokens != nil || u.OutputTokens != nil {
+			buf := getAttrs()
+			attrs := *buf
+			if u.InputTokens != nil {
+				attrs = append(attrs, GenAIInputTokens.Int64(*u.InputTokens))
+			}
+			if u.OutputTokens != nil {
+				attrs = append(attrs, GenAIOutputTokens.Int64(*u.OutputTokens))
+			}
+			span.SetAttributes(attrs...)
+			*buf = attrs
+			putAttrs(buf)
 		}
 		if !c.attempt {
 			Fail(span, err)
@@ -398,11 +403,10 @@ type CallTarget interface {
 }
 
 // Call is how a pipeline starts its attempt spans: as plain attempts
-// (nil) or as the one model call of a [CallTarget], with its name and
-// start options made once.
+// (nil) or as the one model call of a [CallTarget], with its name made
+// once.
 type Call struct {
-	name string
-	opts []trace.SpanStartOption
+	name, operation, model string
 }
 
 // AttemptCallOf returns the Call of t's attempts when t (or the target it
@@ -415,11 +419,7 @@ func AttemptCallOf(t evalrun.Target) *Call {
 			if !one {
 				return nil
 			}
-			return &Call{name: op + " " + model, opts: []trace.SpanStartOption{
-				trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(GenAIOperation.String(op), GenAIProvider.String("openai"),
-					GenAISystem.String("openai"), GenAIRequestModel.String(model)),
-			}}
+			return &Call{name: op + " " + model, operation: op, model: model}
 		}
 		w, ok := t.(interface{ Unwrap() evalrun.Target })
 		if !ok {
@@ -443,13 +443,23 @@ func StartAttempt(ctx context.Context, call *Call, n int) (context.Context, trac
 		return ctx, noSpan
 	}
 	var span trace.Span
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := *buf
 	if call == nil {
 		ctx, span = Tracer().Start(ctx, SpanAttempt, internalKind...)
 	} else {
-		ctx, span = Tracer().Start(ctx, call.name, call.opts...)
+		// The call's attributes in the same SetAttributes call as the
+		// attempt's, not as a start option: one attribute slice for the
+		// span instead of the option's, the span's, and its growth.
+		ctx, span = Tracer().Start(ctx, call.name, clientKind...)
 		ctx = context.WithValue(ctx, attemptCallKey{}, span)
+		attrs = append(attrs, GenAIOperation.String(call.operation), GenAIProvider.String("openai"),
+			GenAISystem.String("openai"), GenAIRequestModel.String(call.model))
 	}
-	span.SetAttributes(Attempt.Int(n))
+	attrs = append(attrs, Attempt.Int(n))
+	span.SetAttributes(attrs...)
+	*buf = attrs
 	return ctx, span
 }
 
