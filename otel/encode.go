@@ -328,8 +328,52 @@ func unixNano(n int64) uint64 { return uint64(max(0, n)) }
 // count clamps a dropped count to OTLP's uint32.
 func count(n int) uint64 { return uint64(min(max(0, n), math.MaxUint32)) }
 
-// keyValue writes kv as a KeyValue message in field num.
+// keyValue writes kv as a KeyValue message in field num. A scalar value
+// (nearly all of evalrun's) is written with its lengths computed first;
+// the others through begin and end.
 func (e *encoder) keyValue(num protowire.Number, kv attribute.KeyValue) {
+	var size int // the AnyValue's: one tag byte and the value
+	var str string
+	switch v := kv.Value; v.Type() {
+	case attribute.STRING:
+		str = validUTF8(v.AsString())
+		size = 1 + protowire.SizeBytes(len(str))
+	case attribute.INT64:
+		size = 1 + protowire.SizeVarint(uint64(v.AsInt64()))
+	case attribute.BOOL:
+		size = 2
+	case attribute.FLOAT64:
+		size = 9
+	default:
+		e.compositeKeyValue(num, kv)
+		return
+	}
+	key := validUTF8(string(kv.Key))
+	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
+	e.buf = protowire.AppendVarint(e.buf, uint64(1+protowire.SizeBytes(len(key))+1+protowire.SizeBytes(size)))
+	e.buf = protowire.AppendTag(e.buf, fKeyValueKey, protowire.BytesType)
+	e.buf = protowire.AppendString(e.buf, key)
+	e.buf = protowire.AppendTag(e.buf, fKeyValueValue, protowire.BytesType)
+	e.buf = protowire.AppendVarint(e.buf, uint64(size))
+	switch v := kv.Value; v.Type() {
+	case attribute.STRING:
+		e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
+		e.buf = protowire.AppendString(e.buf, str)
+	case attribute.INT64:
+		e.buf = protowire.AppendTag(e.buf, fAnyInt, protowire.VarintType)
+		e.buf = protowire.AppendVarint(e.buf, uint64(v.AsInt64()))
+	case attribute.BOOL:
+		e.buf = protowire.AppendTag(e.buf, fAnyBool, protowire.VarintType)
+		e.buf = protowire.AppendVarint(e.buf, protowire.EncodeBool(v.AsBool()))
+	case attribute.FLOAT64:
+		e.buf = protowire.AppendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
+		e.buf = protowire.AppendFixed64(e.buf, math.Float64bits(v.AsFloat64()))
+	}
+}
+
+// compositeKeyValue writes kv, whose value is a slice, a map, bytes or
+// empty, as a KeyValue message in field num.
+func (e *encoder) compositeKeyValue(num protowire.Number, kv attribute.KeyValue) {
 	m := e.begin(num)
 	// A KeyValue's key is written even when empty: OTLP has it required.
 	e.buf = protowire.AppendTag(e.buf, fKeyValueKey, protowire.BytesType)

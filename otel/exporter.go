@@ -363,11 +363,13 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 	if err != nil {
 		return false, 0, fmt.Errorf("request to %s: %w", x.cfg.shown, err)
 	}
+	// As the official exporter: the user's headers may replace the
+	// User-Agent, not the Content-Type.
+	req.Header.Set("User-Agent", x.userAgent)
 	for k, v := range x.cfg.headers {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("User-Agent", x.userAgent)
 	if x.cfg.gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}

@@ -100,7 +100,7 @@ func TestExportHeadersAndRequest(t *testing.T) {
 	x, _ := testExporter(t, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT":        srv.URL + "/otlp/",
 		"OTEL_EXPORTER_OTLP_HEADERS":         "x-generic=g, authorization=ignored",
-		"OTEL_EXPORTER_OTLP_TRACES_HEADERS":  " Authorization = Bearer%20abc%3D ,x-team=t%2Cu,,",
+		"OTEL_EXPORTER_OTLP_TRACES_HEADERS":  " Authorization = Bearer%20abc%3D ,x-team=t%2Cu,,content-type=text/plain",
 		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json",
 	})
 	spans := someSpans()
