@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,4 +144,38 @@ func ExampleStart() {
 		}()
 	}
 	// ... engine.Run(ctx, store, spec): its spans go to the collector.
+}
+
+// TestShutdownDoesNotRetryAFailedConnection: the flush at exit says at
+// once that the collector cannot be reached rather than retry until its
+// deadline: one connection, dropped, one attempt.
+func TestShutdownDoesNotRetryAFailedConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + l.Addr().String()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := otel.Tracer("t").Start(context.Background(), "s")
+	span.End()
+	if err := tr.Shutdown(context.Background()); err == nil || strings.Contains(err.Error(), "in time") {
+		t.Errorf("Shutdown: %v, want the failed connection", err)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
 }
