@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalrun/evalrun"
@@ -378,9 +377,7 @@ func (p *Pipeline) scoreOne(ctx context.Context, span trace.Span, i int, in eval
 			p.opts.Logger.Error("scorer panicked", "scorer", r.Scorer, "item", in.Item.ID, "panic", v)
 			r = evalrun.ScorerResult{Scorer: s.Name(), Error: fmt.Sprintf("scorer panicked: %v", v), ErrorKind: evalrun.ErrorPanic}
 		}
-		if span.IsRecording() {
-			describeScore(span, &r)
-		}
+		tracing.DescribeScore(span, &r)
 		span.End()
 	}()
 	sc, err := s.Score(ctx, in)
@@ -402,21 +399,6 @@ func (p *Pipeline) scoreOne(ctx context.Context, span trace.Span, i int, in eval
 	r.Passed = v >= p.thresholds[i]
 	r.Reason = sc.Reason
 	return r
-}
-
-// describeScore sets a scorer's verdict on its span.
-func describeScore(span trace.Span, r *evalrun.ScorerResult) {
-	// One call with every attribute: each call grows the span's
-	// attribute slice again.
-	if r.Score != nil {
-		span.SetAttributes(tracing.ScorerName.String(r.Scorer), tracing.Score.Float64(*r.Score), tracing.ScorePassed.Bool(r.Passed))
-	} else {
-		span.SetAttributes(tracing.ScorerName.String(r.Scorer))
-	}
-	if r.Error != "" {
-		span.SetAttributes(tracing.ErrorKind.String(string(r.ErrorKind)))
-		span.SetStatus(codes.Error, r.Error)
-	}
 }
 
 func plural(n int) string {

@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -44,10 +43,12 @@ func Enabled(getenv func(string) string) bool {
 
 // Options configure [Start].
 type Options struct {
-	// Getenv reads the variables that decide whether tracing is on, which
-	// protocol and which endpoint to name in messages. The SDK reads the
-	// other OTEL_* variables (headers, timeout, TLS, batching, resource)
-	// from the process environment itself, as it documents.
+	// Getenv reads the exporter's variables, OTEL_EXPORTER_OTLP_*: whether
+	// tracing is on, the protocol, the endpoint, headers, timeout,
+	// compression and TLS files (nil: os.Getenv). The SDK reads the
+	// others (OTEL_BSP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+	// OTEL_TRACES_SAMPLER…) from the process environment itself, as it
+	// documents.
 	Getenv func(string) string
 	// ServiceVersion is the service.version of the spans' resource.
 	ServiceVersion string
@@ -57,6 +58,7 @@ type Options struct {
 // methods are safe for concurrent use.
 type Tracing struct {
 	tp       *sdktrace.TracerProvider
+	exp      *exporter
 	endpoint string
 
 	// The globals it replaced, put back by Shutdown.
@@ -73,13 +75,17 @@ type Tracing struct {
 // exporting spans in batches to the OTLP/HTTP endpoint of the OTEL_*
 // variables and the W3C trace context propagator. It returns nil and no
 // error when the variables do not ask for tracing ([Enabled]): nothing is
-// created. An error (the protocol is grpc, an endpoint does not parse)
-// means tracing is off; the caller should say so and carry on.
+// created. An error (the protocol is grpc, an endpoint does not parse, a
+// header list, timeout, compression or certificate file is wrong) means
+// tracing is off; the caller should say so and carry on.
 //
 // Errors the SDK meets while exporting in the background are kept, not
 // printed: [Tracing.Shutdown] returns the first.
 func Start(ctx context.Context, o Options) (*Tracing, error) {
 	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	if !Enabled(getenv) {
 		return nil, nil
 	}
@@ -94,14 +100,11 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, fmt.Errorf("%w: %s is %q: evalrun exports traces over OTLP/HTTP only (http/protobuf or http/json); "+
 			"set it to http/protobuf and point the endpoint at the collector's OTLP/HTTP port (4318)", ErrUnsupportedProtocol, name, proto)
 	}
-	endpoint, err := Endpoint(getenv)
+	cfg, err := readConfig(getenv, os.ReadFile)
 	if err != nil {
 		return nil, err
 	}
-	exp, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
-	}
+	exp := newExporter(cfg, o.ServiceVersion)
 	attrs := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}
 	if o.ServiceVersion != "" {
 		attrs = append(attrs, attribute.String("service.version", o.ServiceVersion))
@@ -114,7 +117,8 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, fmt.Errorf("OTEL resource: %w", err)
 	}
 	t := &Tracing{
-		endpoint:    endpoint,
+		exp:         exp,
+		endpoint:    cfg.shown,
 		prevTP:      otel.GetTracerProvider(),
 		prevProp:    otel.GetTextMapPropagator(),
 		prevHandler: otel.GetErrorHandler(),
@@ -166,6 +170,16 @@ func (t *Tracing) Endpoint() string { return t.endpoint }
 // name (see [Tracing.Endpoint]), or an error when the one set does not
 // parse as a URL.
 func Endpoint(getenv func(string) string) (string, error) {
+	u, err := endpointURL(getenv)
+	if err != nil {
+		return "", err
+	}
+	return u.Redacted(), nil
+}
+
+// endpointURL is the traces URL, password included: the traces endpoint as
+// it is, else the endpoint with /v1/traces.
+func endpointURL(getenv func(string) string) (*url.URL, error) {
 	name := EnvTracesEndpoint
 	raw := strings.TrimSpace(getenv(name))
 	signal := false
@@ -174,12 +188,15 @@ func Endpoint(getenv func(string) string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%s=%q is not an http(s) URL (e.g. http://localhost:4318)", name, redacted(raw))
+		return nil, fmt.Errorf("%s=%q is not an http(s) URL (e.g. http://localhost:4318)", name, redacted(raw))
 	}
 	if signal {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+		if u.RawPath != "" {
+			u.RawPath = strings.TrimSuffix(u.RawPath, "/") + "/v1/traces"
+		}
 	}
-	return u.Redacted(), nil
+	return u, nil
 }
 
 // redacted returns raw with the password of a URL removed.
@@ -204,6 +221,7 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	}
 	t.stopped = true
 	t.mu.Unlock()
+	t.exp.final.Store(true)
 	err := t.tp.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errors.New("the collector did not answer in time")
@@ -214,6 +232,9 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.firstErr != nil {
+		if errors.Is(t.firstErr, context.DeadlineExceeded) {
+			return errors.New("the collector did not answer in time")
+		}
 		return t.firstErr
 	}
 	return err

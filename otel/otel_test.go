@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +47,39 @@ func TestStartRefusesGRPC(t *testing.T) {
 	}
 }
 
+// TestStartRefusesBadExporterSettings: a variable of the exporter set
+// wrong turns tracing off with an error naming it; nothing is installed.
+func TestStartRefusesBadExporterSettings(t *testing.T) {
+	before := otel.GetTracerProvider()
+	tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "brotli"})})
+	if tr != nil || err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") {
+		t.Errorf("Start = %v, %v", tr, err)
+	}
+	if otel.GetTracerProvider() != before {
+		t.Error("the global tracer provider changed")
+	}
+}
+
+// TestShutdownReportsRejectedSpans: a collector's partial success reaches
+// the error Shutdown returns.
+func TestShutdownReportsRejectedSpans(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"partialSuccess":{"rejectedSpans":"1","errorMessage":"too big"}}`)
+	}))
+	defer srv.Close()
+	tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := otel.Tracer("t").Start(context.Background(), "s")
+	span.End()
+	if err := tr.Shutdown(context.Background()); err == nil || !strings.Contains(err.Error(), "rejected 1 of 1 spans: too big") {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
 func TestEndpoint(t *testing.T) {
 	for _, c := range []struct {
 		env  map[string]string
@@ -62,8 +100,7 @@ func TestEndpoint(t *testing.T) {
 
 func TestStartExportsAndShutdownRestores(t *testing.T) {
 	recv := otlptest.New(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL) // the SDK reads the process environment
-	t.Setenv("OTEL_SERVICE_NAME", "my-evals")
+	t.Setenv("OTEL_SERVICE_NAME", "my-evals") // the SDK's resource reads the process environment
 	before := otel.GetTracerProvider()
 	tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL})})
 	if err != nil || tr == nil {
@@ -107,4 +144,38 @@ func ExampleStart() {
 		}()
 	}
 	// ... engine.Run(ctx, store, spec): its spans go to the collector.
+}
+
+// TestShutdownDoesNotRetryAFailedConnection: the flush at exit says at
+// once that the collector cannot be reached rather than retry until its
+// deadline: one connection, dropped, one attempt.
+func TestShutdownDoesNotRetryAFailedConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + l.Addr().String()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := otel.Tracer("t").Start(context.Background(), "s")
+	span.End()
+	if err := tr.Shutdown(context.Background()); err == nil || strings.Contains(err.Error(), "in time") {
+		t.Errorf("Shutdown: %v, want the failed connection", err)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ func (st *State) otelScrubber() *redact.Scrubber {
 		for _, kv := range strings.Split(st.Getenv(name), ",") {
 			if _, v, ok := strings.Cut(kv, "="); ok && strings.TrimSpace(v) != "" {
 				s.AddCredential(strings.TrimSpace(v))
+				// The exporter sends the value URL-decoded: a collector's
+				// answer would echo that form.
+				if dv, err := url.PathUnescape(v); err == nil && strings.TrimSpace(dv) != strings.TrimSpace(v) {
+					s.AddCredential(strings.TrimSpace(dv))
+				}
 			}
 		}
 	}

@@ -325,3 +325,26 @@ scorers: [exact_match]
 		}
 	}
 }
+
+// TestTracingCollectorEchoingTheHeaderIsScrubbed: a collector that refuses
+// the export and echoes the Authorization header it got (URL-decoded from
+// OTEL_EXPORTER_OTLP_HEADERS, as the exporter sends it) does not put the
+// secret on stderr.
+func TestTracingCollectorEchoingTheHeaderIsScrubbed(t *testing.T) {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad credentials: "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+	}))
+	defer collector.Close()
+	b := setup(t)
+	target := newEchoTarget(t)
+	suite := tracedSuite(b, target.URL)
+	withOTLP(t, b, collector.URL)
+	b.env = append(b.env, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20s3cret%2Bkey")
+	code, _, stderr := b.run("run", suite, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "401 Unauthorized") || strings.Contains(stderr, "s3cret") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}

@@ -235,8 +235,9 @@ func DescribeItem(span trace.Span, res *evalrun.ItemResult) {
 	case res.Failed():
 		status = "failed"
 	}
-	attrs := make([]attribute.KeyValue, 0, 8+len(res.Scores))
-	attrs = append(attrs, RunID.String(res.RunID), ItemID.String(res.ItemID), ItemIndex.Int(res.Index),
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(*buf, RunID.String(res.RunID), ItemID.String(res.ItemID), ItemIndex.Int(res.Index),
 		ItemRepeat.Int(res.Repeat), ItemStatus.String(status), ItemAttempts.Int(res.Attempts))
 	if res.CacheHit {
 		attrs = append(attrs, CacheHit.Bool(true))
@@ -250,8 +251,50 @@ func DescribeItem(span trace.Span, res *evalrun.ItemResult) {
 		}
 	}
 	span.SetAttributes(attrs...)
+	*buf = attrs
 	if res.Failed() {
 		span.SetStatus(codes.Error, res.Error)
+	}
+}
+
+// attrBufs holds slices for the attributes of one SetAttributes call on
+// the hot path (an item's, a scorer's), reused from item to item: the
+// variadic slice of a call through the trace.Span interface escapes, so
+// each call allocated its own (~0.6 KB per item, garbage at once). The
+// SDK copies the attributes it is given into the span, so the slice is
+// free again when SetAttributes returns.
+var attrBufs = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
+
+func getAttrs() *[]attribute.KeyValue { return attrBufs.Get().(*[]attribute.KeyValue) }
+
+// putAttrs clears the slice (it must not keep attribute values alive)
+// and gives it back.
+func putAttrs(p *[]attribute.KeyValue) {
+	clear((*p)[:cap(*p)])
+	*p = (*p)[:0]
+	attrBufs.Put(p)
+}
+
+// DescribeScore sets the attributes of a scorer's span from its result,
+// in one SetAttributes call (each call grows the span's attribute slice
+// again), and its status when the scorer failed.
+func DescribeScore(span trace.Span, r *evalrun.ScorerResult) {
+	if !span.IsRecording() {
+		return
+	}
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := append(*buf, ScorerName.String(r.Scorer))
+	if r.Score != nil {
+		attrs = append(attrs, Score.Float64(*r.Score), ScorePassed.Bool(r.Passed))
+	}
+	if r.Error != "" {
+		attrs = append(attrs, ErrorKind.String(string(r.ErrorKind)))
+	}
+	span.SetAttributes(attrs...)
+	*buf = attrs
+	if r.Error != "" {
+		span.SetStatus(codes.Error, r.Error)
 	}
 }
 
@@ -324,13 +367,18 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 func EndModelCall(c ModelCall, u evalrun.Usage, err error) {
 	span := c.span
 	if span.IsRecording() {
-		switch in, out := u.InputTokens, u.OutputTokens; {
-		case in != nil && out != nil:
-			span.SetAttributes(GenAIInputTokens.Int64(*in), GenAIOutputTokens.Int64(*out))
-		case in != nil:
-			span.SetAttributes(GenAIInputTokens.Int64(*in))
-		case out != nil:
-			span.SetAttributes(GenAIOutputTokens.Int64(*out))
+		if u.InputTokens != nil || u.OutputTokens != nil {
+			buf := getAttrs()
+			attrs := *buf
+			if u.InputTokens != nil {
+				attrs = append(attrs, GenAIInputTokens.Int64(*u.InputTokens))
+			}
+			if u.OutputTokens != nil {
+				attrs = append(attrs, GenAIOutputTokens.Int64(*u.OutputTokens))
+			}
+			span.SetAttributes(attrs...)
+			*buf = attrs
+			putAttrs(buf)
 		}
 		if !c.attempt {
 			Fail(span, err)
@@ -355,11 +403,10 @@ type CallTarget interface {
 }
 
 // Call is how a pipeline starts its attempt spans: as plain attempts
-// (nil) or as the one model call of a [CallTarget], with its name and
-// start options made once.
+// (nil) or as the one model call of a [CallTarget], with its name made
+// once.
 type Call struct {
-	name string
-	opts []trace.SpanStartOption
+	name, operation, model string
 }
 
 // AttemptCallOf returns the Call of t's attempts when t (or the target it
@@ -372,11 +419,7 @@ func AttemptCallOf(t evalrun.Target) *Call {
 			if !one {
 				return nil
 			}
-			return &Call{name: op + " " + model, opts: []trace.SpanStartOption{
-				trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(GenAIOperation.String(op), GenAIProvider.String("openai"),
-					GenAISystem.String("openai"), GenAIRequestModel.String(model)),
-			}}
+			return &Call{name: op + " " + model, operation: op, model: model}
 		}
 		w, ok := t.(interface{ Unwrap() evalrun.Target })
 		if !ok {
@@ -400,13 +443,23 @@ func StartAttempt(ctx context.Context, call *Call, n int) (context.Context, trac
 		return ctx, noSpan
 	}
 	var span trace.Span
+	buf := getAttrs()
+	defer putAttrs(buf)
+	attrs := *buf
 	if call == nil {
 		ctx, span = Tracer().Start(ctx, SpanAttempt, internalKind...)
 	} else {
-		ctx, span = Tracer().Start(ctx, call.name, call.opts...)
+		// The call's attributes in the same SetAttributes call as the
+		// attempt's, not as a start option: one attribute slice for the
+		// span instead of the option's, the span's, and its growth.
+		ctx, span = Tracer().Start(ctx, call.name, clientKind...)
 		ctx = context.WithValue(ctx, attemptCallKey{}, span)
+		attrs = append(attrs, GenAIOperation.String(call.operation), GenAIProvider.String("openai"),
+			GenAISystem.String("openai"), GenAIRequestModel.String(call.model))
 	}
-	span.SetAttributes(Attempt.Int(n))
+	attrs = append(attrs, Attempt.Int(n))
+	span.SetAttributes(attrs...)
+	*buf = attrs
 	return ctx, span
 }
 

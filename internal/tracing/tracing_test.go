@@ -104,3 +104,42 @@ func TestAttemptCall(t *testing.T) {
 		t.Error("ScoreKey")
 	}
 }
+
+// TestDescribeReusesNoAttributes: the attribute buffers DescribeItem and
+// DescribeScore reuse from call to call leave nothing of one span's
+// attributes on the next, whether it has more or fewer.
+func TestDescribeReusesNoAttributes(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("t")
+	one := 1.0
+	results := []*evalrun.ItemResult{
+		{RunID: "r", ItemID: "a", CacheHit: true, ErrorKind: evalrun.ErrorTimeout, Error: "slow",
+			Scores: []evalrun.ScorerResult{{Scorer: "x", Score: &one}, {Scorer: "y", Score: &one}}},
+		{RunID: "r", ItemID: "b"},
+	}
+	scores := []*evalrun.ScorerResult{{Scorer: "x", Score: &one, Passed: true, Error: "e", ErrorKind: evalrun.ErrorPermanent}, {Scorer: "z"}}
+	for i := range results {
+		_, item := tr.Start(context.Background(), "item")
+		tracing.DescribeItem(item, results[i])
+		item.End()
+		_, sc := tr.Start(context.Background(), "score")
+		tracing.DescribeScore(sc, scores[i])
+		sc.End()
+	}
+	ended := rec.Ended()
+	if n := len(attrs(ended[0])); n != 10 {
+		t.Errorf("first item: %d attributes: %v", n, attrs(ended[0]))
+	}
+	if n := len(attrs(ended[1])); n != 4 {
+		t.Errorf("first score: %d attributes: %v", n, attrs(ended[1]))
+	}
+	second, secondScore := attrs(ended[2]), attrs(ended[3])
+	if _, cached := second[tracing.CacheHit]; len(second) != 6 || second[tracing.ItemID].AsString() != "b" || cached {
+		t.Errorf("second item: %v", second)
+	}
+	if len(secondScore) != 1 || secondScore[tracing.ScorerName].AsString() != "z" {
+		t.Errorf("second score: %v", secondScore)
+	}
+}
