@@ -1,8 +1,9 @@
 // Package sqlite is the embedded [evalrun.Store]: one SQLite file, written
 // through the pure-Go driver modernc.org/sqlite (no cgo).
 //
-// The file is in WAL mode with synchronous=NORMAL and a busy timeout. Every
-// write goes through one writer connection whose transactions begin
+// The file is in WAL mode with synchronous=NORMAL and a busy timeout; the
+// WAL is copied into the file whenever it passes 128 pages. Every write
+// goes through one writer connection whose transactions begin
 // IMMEDIATE; reads use a separate pool of read-only connections, so a
 // report can read while a run writes, also from another process. The
 // schema is migrated on [Open].
@@ -32,6 +33,17 @@ const DefaultPath = ".evalrun/evalrun.db"
 // BusyTimeout is how long a connection waits for a lock held by another
 // connection or process before failing with "database is locked".
 const BusyTimeout = 10 * time.Second
+
+// autoCheckpointPages is the WAL size, in pages, past which a commit of
+// the writer copies the WAL into the database file (a passive checkpoint,
+// SQLite's wal_autocheckpoint; its default is 1,000 pages). Results are
+// committed by the engine's writer while the run waits on its target, so
+// a small WAL moves the copying and the syncs of a run's writes into that
+// wait, where they cost the run nothing: Close, which checkpoints what is
+// left so that a run is durable when the process exits, then syncs at
+// most this much instead of every page the run wrote (W1: 1.9 MB of WAL
+// synced in the exit path; docs/benchmarks.md, "W1 tail").
+const autoCheckpointPages = 128
 
 var _ evalrun.Store = (*Store)(nil)
 
@@ -68,7 +80,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
-	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)"}, "_txlock": {"immediate"}}
+	checkpoint := fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages)
+	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)", checkpoint}, "_txlock": {"immediate"}}
 	writer, err := sql.Open("sqlite", path+"?"+w.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
