@@ -65,7 +65,8 @@ type Store struct {
 }
 
 // Open opens (creating it and its parent directories when missing) the
-// SQLite database at path and migrates its schema.
+// SQLite database at path and migrates its schema. A new file is written
+// from a template of the latest schema (see freshDB).
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: empty database path: %w", evalrun.ErrInvalid)
@@ -79,6 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	createFromTemplate(path) // a new file: the migrated schema in one write
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
 	checkpoint := fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages)
 	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)", checkpoint}, "_txlock": {"immediate"}}
