@@ -54,7 +54,9 @@ type Store struct {
 	writer *sql.DB // one connection: SQLite has one writer at a time
 	reader *sql.DB // pooled, query-only
 
-	// Prepared on the writer: the full-size multi-row inserts.
+	// Prepared on the writer when first needed (see prepareFull): the
+	// full-size multi-row inserts. stmtMu guards them.
+	stmtMu                       sync.Mutex
 	replaceResults, insertScores *sql.Stmt
 
 	// clock decides the response cache's expiry.
@@ -114,15 +116,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		reader.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
 	}
-	s := &Store{path: path, writer: writer, reader: reader}
-	if s.replaceResults, err = writer.PrepareContext(ctx, replaceResultsSQL); err == nil {
-		s.insertScores, err = writer.PrepareContext(ctx, insertScoresSQL)
-	}
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: %s: prepare: %w", path, err)
-	}
-	return s, nil
+	return &Store{path: path, writer: writer, reader: reader}, nil
 }
 
 // openBusyTries bounds how often Open retries a migration that SQLite
@@ -156,14 +150,35 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. Closing twice is safe.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stmtMu.Lock()
 		for _, st := range []*sql.Stmt{s.replaceResults, s.insertScores} {
 			if st != nil {
 				st.Close()
 			}
 		}
+		s.stmtMu.Unlock()
 		s.closeErr = errors.Join(s.reader.Close(), s.writer.Close())
 	})
 	return s.closeErr
+}
+
+// prepareFull returns *st, the full-size statement of query, preparing it
+// on the writer the first time. Open used to prepare both: ~1 ms of a
+// run's start that a run of small batches (W1's are 20 to 40 results)
+// never uses, and that a large one spends in its writer, off the path of
+// its items. It must be called outside a transaction: the writer has one
+// connection, which a transaction holds.
+func (s *Store) prepareFull(ctx context.Context, st **sql.Stmt, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if *st == nil {
+		p, err := s.writer.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		*st = p
+	}
+	return *st, nil
 }
 
 // CountItemRows returns the number of item rows ever stored for the dataset
