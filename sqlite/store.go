@@ -42,7 +42,8 @@ const BusyTimeout = 10 * time.Second
 // wait, where they cost the run nothing: Close, which checkpoints what is
 // left so that a run is durable when the process exits, then syncs at
 // most this much instead of every page the run wrote (W1: 1.9 MB of WAL
-// synced in the exit path; docs/benchmarks.md, "W1 tail").
+// synced on the exit path; docs/benchmarks.md, "W1 start-up and tail,
+// again").
 const autoCheckpointPages = 128
 
 var _ evalrun.Store = (*Store)(nil)
