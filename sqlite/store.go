@@ -67,10 +67,36 @@ type Store struct {
 	closeErr  error
 }
 
+// An Option changes how [Open] opens a database.
+type Option func(*options)
+
+type options struct {
+	mappedReads bool
+}
+
+// MappedReads makes the readers map the database file (PRAGMA mmap_size, up
+// to SQLite's 2 GB ceiling) instead of reading it with a pread system call
+// per page. A result's 10 KB output spans overflow pages that SQLite reads
+// past its page cache, and those calls were 60% of the CPU of a viewer
+// search page (1,000 outputs; docs/benchmarks.md, "Every page under
+// 50 ms"); the viewer (evalrun serve) opens its store with it.
+//
+// Every other command opens without it: every page a reader touches
+// through the map counts in the process's resident memory until exit, and
+// a run's report pass, which walks past the outputs of every result
+// (SQLite follows the overflow chain to the columns stored after them),
+// made a 100,000 × 10 KB --no-retain run peak at 1.3 GB of RSS instead of
+// under 60 MB (docs/benchmarks.md, "Scale: memory").
+func MappedReads() Option { return func(o *options) { o.mappedReads = true } }
+
 // Open opens (creating it and its parent directories when missing) the
 // SQLite database at path and migrates its schema. A new file is written
 // from a template of the latest schema (see freshDB).
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: empty database path: %w", evalrun.ErrInvalid)
 	}
@@ -99,12 +125,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	// mmap_size: readers map the file instead of a pread system call per
-	// page: a result's 10 KB output spans overflow pages that SQLite reads
-	// past its page cache, and those calls were 60% of the CPU of a viewer
-	// search page (1,000 outputs; docs/benchmarks.md, "Every page under
-	// 50 ms"). 2 GB is SQLite's default ceiling; pages past it are read.
-	r := url.Values{"_pragma": {busy, "query_only(1)", "mmap_size(2147418112)"}}
+	r := url.Values{"_pragma": {busy, "query_only(1)"}}
+	if o.mappedReads { // see MappedReads; pages past 2 GB are read
+		r["_pragma"] = append(r["_pragma"], "mmap_size(2147418112)")
+	}
 	reader, err := sql.Open("sqlite", path+"?"+r.Encode())
 	if err != nil {
 		writer.Close()
