@@ -259,17 +259,26 @@ func (b *PageSQL) SearchIn(run *evalrun.Run, version int, search string, indexes
 		in := "r.idx = ANY (" + b.arg(indexes) + "::bigint[])"
 		return "SELECT r.idx, r.rep, 0, '' FROM results r WHERE r.run_id = " + run0 + " AND " + in + " AND " + b.searchClause(run, version, search), b.args
 	}
-	// SQLite: a seek per index costs ~7 µs (results is WITHOUT ROWID, so
-	// every key compared on the way down is a whole row, read from its
-	// overflow pages: ~10 KB for a 10 KB output), a step along the table
-	// ~1 µs, so nearby indexes are read as one range (a seek, then steps),
-	// skipping the rows between them (+r.idx: a test, not a second way
-	// in) before their outputs are read. 1,000 consecutive indexes: 7.5
-	// ms of seeks, 1.5 ms as one range (docs/benchmarks.md).
-	ranges, _ := json.Marshal(IndexRanges(indexes, searchRangeGap)) // integers: cannot fail
-	list, _ := json.Marshal(indexes)
+	// SQLite: a seek per index costs ~7 µs (~13 µs when they are far
+	// apart), as results is WITHOUT ROWID and every key compared on the
+	// way down is a whole row, read from its overflow pages (~10 KB for a
+	// 10 KB output); a step along the table ~1 µs. So nearby indexes are
+	// read as one range (a seek, then steps), skipping the rows between
+	// them (+r.idx: a test, not a second way in) before their outputs are
+	// read: 1,000 consecutive indexes take 7.5 ms of seeks, 1.5 ms as one
+	// range (docs/benchmarks.md). Scattered indexes (a descending score
+	// sort's window) keep a seek each: a range per index costs more than
+	// the list.
+	list, _ := json.Marshal(indexes) // integers: cannot fail
+	ranges := IndexRanges(indexes, searchRangeGap)
+	if 2*len(ranges) > len(indexes) {
+		run0 := b.arg(run.ID)
+		return "SELECT r.idx, r.rep, 0, '' FROM results r WHERE r.run_id = " + run0 + " AND r.idx IN (SELECT value FROM json_each(" + b.arg(string(list)) + "))" +
+			" AND " + b.searchClause(run, version, search), b.args
+	}
+	joined, _ := json.Marshal(ranges)
 	// In the order of the text: SQLite's ? are positional.
-	rangesArg := b.arg(string(ranges))
+	rangesArg := b.arg(string(joined))
 	run0 := b.arg(run.ID)
 	listArg := b.arg(string(list))
 	return "SELECT r.idx, r.rep, 0, '' FROM json_each(" + rangesArg + ") j CROSS JOIN results r WHERE r.run_id = " + run0 +
