@@ -113,9 +113,11 @@ type ResultPage struct {
 }
 
 // DefaultSearchBudget is the SearchBudget the viewer gives a search: a
-// page of it reads 1,000 results' outputs (~10 MB at 10 KB each), ~40 ms
-// of CPU on SQLite (2,000 measured 81 ms: docs/benchmarks.md).
-const DefaultSearchBudget = 1000
+// page of it reads 500 results' outputs (~5 MB at 10 KB each). At 1,000 a
+// rare term's page took 50–56 ms on SQLite and PostgreSQL alike (PostgreSQL
+// decompressing the outputs, SQLite reading them), over the viewer's 50 ms
+// goal; the cost is per result examined (docs/benchmarks.md).
+const DefaultSearchBudget = 500
 
 // DefaultResultPageSize is the page size of a [ResultPageQuery] of Limit 0.
 const DefaultResultPageSize = 50

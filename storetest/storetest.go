@@ -105,6 +105,7 @@ func Run(t *testing.T, open func(t *testing.T) evalrun.Store) {
 		{"ResultPagesSearchEscaped", testResultPagesSearchEscaped},
 		{"ResultPagesSearchBudget", testResultPagesSearchBudget},
 		{"ResultPagesSearchBudgetChunks", testResultPagesSearchBudgetChunks},
+		{"ResultPagesSearchRanges", testResultPagesSearchRanges},
 		{"ResultPagesTieWalk", testResultPagesTieWalk},
 		{"ResultPagesInvalid", testResultPagesInvalid},
 		{"SkipPayloads", testSkipPayloads},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/inmem"
 	"github.com/evalrun/evalrun/sqlite"
 )
@@ -110,5 +111,40 @@ func TestItemsSearchBudget(t *testing.T) {
 			}
 			b.wantError(t, "/api/runs/"+runB+"/items?q=nowhere-at-all&sort=-latency&from="+url.QueryEscape(*p.Next), 400, "cursor belongs to sort")
 		})
+	}
+}
+
+// TestItemsSearchDefaultBudget: with no Options.SearchBudget a page of a
+// search examines evalrun.DefaultSearchBudget results, 500: a term found
+// nowhere in 501 results takes a partial page of 500, then one of 1.
+func TestItemsSearchDefaultBudget(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	const n = 501
+	items := make([]*evalrun.Item, n)
+	results := make([]*evalrun.ItemResult, n)
+	for i := range n {
+		items[i] = &evalrun.Item{ID: fmt.Sprintf("d-%03d", i), Input: evalrun.String("question")}
+		results[i] = &evalrun.ItemResult{RunID: "default-budget", Index: i, ItemID: items[i].ID, Output: evalrun.String("answer"), Attempts: 1}
+	}
+	if _, _, err := st.ImportDataset(ctx, "budget", items); err != nil {
+		t.Fatal(err)
+	}
+	run := &evalrun.Run{ID: "default-budget", Name: "budget", Dataset: "budget", DatasetVersion: 1, Status: evalrun.RunRunning, Total: n,
+		Target: evalrun.TargetInfo{Kind: "http", Name: "mock"}, CreatedAt: t0, StartedAt: t0}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteResults(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	b := setupStore(t, st, Options{})
+	first := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/default-budget/items?q=nowhere", http.StatusOK))
+	if first.Scanned == nil || *first.Scanned != 500 || !first.Partial || first.Next == nil || len(first.Items) != 0 {
+		t.Fatalf("first page: scanned %v, partial %v, next %v, %d items; want 500 scanned, partial, a next cursor, none", first.Scanned, first.Partial, first.Next, len(first.Items))
+	}
+	last := decode[ItemsJSON](t, b.mustGet(t, "/api/runs/default-budget/items?q=nowhere&from="+url.QueryEscape(*first.Next), http.StatusOK))
+	if last.Scanned == nil || *last.Scanned != 1 || last.Next != nil {
+		t.Fatalf("second page: scanned %v, next %v; want 1, none", last.Scanned, last.Next)
 	}
 }
