@@ -141,17 +141,19 @@ func readConfig(getenv func(string) string, readFile func(string) ([]byte, error
 
 // parseHeaders parses the W3C-baggage-like list of the HEADERS variables,
 // key=value,key2=value2, each value URL-decoded and trimmed, as the
-// official exporter does. Its errors never show a value.
+// official exporter does. Its errors never show a value, nor an entry
+// that does not parse: "Authorization: Bearer KEY" (a colon for the
+// equals sign) is all key, and all secret.
 func parseHeaders(s string) (http.Header, error) {
 	h := http.Header{}
-	for _, kv := range strings.Split(s, ",") {
+	for i, kv := range strings.Split(s, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || !validHeaderKey(k) {
-			return nil, fmt.Errorf("the entry %q is not key=value with a header name as key", strings.TrimSpace(k))
+			return nil, fmt.Errorf("entry %d (of the comma-separated list) is not key=value with a header name as key", i+1)
 		}
 		dv, err := url.PathUnescape(v)
 		if err != nil {

@@ -415,6 +415,9 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key"}, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "bad key=s3cret"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		// A colon for the equals sign: the whole entry is the would-be key.
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-team=t,Authorization: Bearer s3cret"}, "entry 2"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key: s3cret=="}, "entry 1"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=%zzs3cret"}, "not URL-encoded"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "-1"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
