@@ -159,6 +159,11 @@ func parseHeaders(s string) (http.Header, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the value of %s is not URL-encoded correctly", k)
 		}
+		if strings.ContainsFunc(dv, func(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f) }) {
+			// net/http refuses such a value (RFC 9110) on every request:
+			// say so now rather than fail (and retry) every export.
+			return nil, fmt.Errorf("the value of %s holds a control character (a line break?) once URL-decoded", k)
+		}
 		h.Set(k, strings.TrimSpace(dv))
 	}
 	return h, nil

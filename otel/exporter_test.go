@@ -419,6 +419,10 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-team=t,Authorization: Bearer s3cret"}, "entry 2"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key: s3cret=="}, "entry 1"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=%zzs3cret"}, "not URL-encoded"},
+		// Decoded, a line break or other control character: net/http would
+		// refuse every request, each export retried until its timeout.
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=a%0D%0AInjected:%20s3cret"}, "control character"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=s3cret%00"}, "control character"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "-1"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "gzip or none"},
