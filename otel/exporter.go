@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +138,29 @@ func readConfig(getenv func(string) string, readFile func(string) ([]byte, error
 		c.tls.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// maxPEMFile bounds what is read of a certificate or key file: a bundle
+// of every public CA is ~200 KB. A variable naming /dev/zero or a huge
+// file by mistake is an error, not a read until memory runs out.
+const maxPEMFile = 4 << 20
+
+// readPEMFile reads the file a certificate variable names, at most
+// maxPEMFile bytes of it.
+func readPEMFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEMFile {
+		return nil, fmt.Errorf("%s is larger than %d MB: not a PEM file", name, maxPEMFile>>20)
+	}
+	return b, nil
 }
 
 // parseHeaders parses the W3C-baggage-like list of the HEADERS variables,
