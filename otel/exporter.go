@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -433,14 +434,29 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 // shownBody is an error answer's body for a message: its start, on one
 // line.
 func shownBody(b []byte) string {
-	s := strings.Join(strings.Fields(string(b[:min(len(b), maxShownBody)])), " ")
-	if s == "" {
-		return ""
+	if s := oneLine(string(b)); s != "" {
+		return ": " + s
 	}
-	if len(b) > maxShownBody {
+	return ""
+}
+
+// oneLine is text from the collector made fit for the user's terminal:
+// its start (maxShownBody bytes), valid UTF-8, control characters (line
+// breaks, escape sequences that would recolour or retitle the terminal)
+// turned to spaces and spaces collapsed.
+func oneLine(s string) string {
+	cut := len(s) > maxShownBody
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, validUTF8(s[:min(len(s), maxShownBody)]))
+	s = strings.Join(strings.Fields(s), " ")
+	if cut && s != "" {
 		s += "…"
 	}
-	return ": " + s
+	return s
 }
 
 // retryAfter parses a Retry-After header, seconds or an HTTP date; -1
@@ -511,7 +527,7 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 	if rejected == 0 && msg == "" {
 		return
 	}
-	x.handle(fmt.Errorf("traces export: the collector at %s rejected %d of %d spans: %s", x.cfg.shown, rejected, n, cmp.Or(msg, "(no message)")))
+	x.handle(fmt.Errorf("traces export: the collector at %s rejected %d of %d spans: %s", x.cfg.shown, rejected, n, cmp.Or(oneLine(msg), "(no message)")))
 }
 
 // protoField returns the value of the last occurrence of the

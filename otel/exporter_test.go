@@ -482,3 +482,38 @@ func BenchmarkExport(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(spans))/b.Elapsed().Seconds(), "spans/s")
 }
+
+// TestExportCollectorTextIsOneInertLine: what a collector says (a partial
+// success's message, an error's body) reaches the user's terminal as one
+// short line without control characters: no escape sequence to recolour
+// or retitle it, no line break to forge another message, not 64 KB.
+func TestExportCollectorTextIsOneInertLine(t *testing.T) {
+	hostile := "\x1b[31mred\x1b[0m\x1b]0;title\x07\nevalrun: forged\r\n\x00" + strings.Repeat("A", 60<<10)
+	pb, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 2, ErrorMessage: hostile}})
+	check := func(name, msg string) {
+		t.Helper()
+		if strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r == 0x7f || (0x80 <= r && r < 0xa0) }) || len(msg) > 1000 || !strings.Contains(msg, "red") {
+			t.Errorf("%s: %q", name, msg)
+		}
+	}
+	_, srv := newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(pb)
+	})
+	x, handled := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	if err := x.ExportSpans(context.Background(), someSpans()); err != nil || len(*handled) != 1 {
+		t.Fatalf("%v, %v", err, *handled)
+	}
+	check("partial success", (*handled)[0].Error())
+
+	_, srv = newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, hostile)
+	})
+	x, _ = testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	err := x.ExportSpans(context.Background(), someSpans())
+	if err == nil {
+		t.Fatal("a 400 was taken")
+	}
+	check("error body", err.Error())
+}
