@@ -414,14 +414,16 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 		return ctx.Err() == nil && !x.final.Load(), -1, err
 	}
 	defer resp.Body.Close()
-	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
+	cut := len(answer) > maxResponseBody
+	answer = answer[:min(len(answer), maxResponseBody)]
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
 		if readErr != nil {
 			// The collector took the spans; only its answer is lost.
 			return false, 0, nil
 		}
-		x.partialSuccess(resp.Header.Get("Content-Type"), answer, n)
+		x.partialSuccess(resp.Header.Get("Content-Type"), answer, cut, n)
 		return false, 0, nil
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway,
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
@@ -476,7 +478,10 @@ func retryAfter(v string) time.Duration {
 
 // partialSuccess reports the partial_success of a collector's answer (n
 // spans sent), protobuf or JSON, if it rejected spans or said something.
-func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
+// A protobuf answer cut at maxResponseBody (a long message) still says
+// how many spans were rejected: the count comes before the message, which
+// is taken as far as it was read.
+func (x *exporter) partialSuccess(contentType string, answer []byte, cut bool, n int) {
 	if len(answer) == 0 {
 		return
 	}
@@ -484,7 +489,7 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 	var msg string
 	switch strings.TrimSpace(strings.Split(contentType, ";")[0]) {
 	case "application/x-protobuf":
-		ps, ok := protoField(answer, fResponsePartialSuccess)
+		ps, ok := protoField(answer, fResponsePartialSuccess, cut)
 		if !ok {
 			return
 		}
@@ -496,6 +501,10 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 			ps = ps[tl:]
 			vl := protowire.ConsumeFieldValue(num, typ, ps)
 			if vl < 0 {
+				if v, ok := cutBytes(typ, ps, cut); ok && num == fPartialErrorMessage {
+					msg = string(v)
+					break
+				}
 				return
 			}
 			switch {
@@ -531,8 +540,9 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 }
 
 // protoField returns the value of the last occurrence of the
-// length-delimited field num in the message b.
-func protoField(b []byte, num protowire.Number) ([]byte, bool) {
+// length-delimited field num in the message b; in a message cut short
+// (cut), the last field's value may be only what there is of it.
+func protoField(b []byte, num protowire.Number, cut bool) ([]byte, bool) {
 	var v []byte
 	found := false
 	for len(b) > 0 {
@@ -543,6 +553,9 @@ func protoField(b []byte, num protowire.Number) ([]byte, bool) {
 		b = b[tl:]
 		vl := protowire.ConsumeFieldValue(n, typ, b)
 		if vl < 0 {
+			if cv, ok := cutBytes(typ, b, cut); ok && n == num {
+				return cv, true
+			}
 			return nil, false
 		}
 		if n == num && typ == protowire.BytesType {
@@ -552,6 +565,20 @@ func protoField(b []byte, num protowire.Number) ([]byte, bool) {
 		b = b[vl:]
 	}
 	return v, found
+}
+
+// cutBytes returns what there is of a length-delimited value b starts
+// with (its tag consumed) whose length goes past the end of b, when the
+// message was cut (cut); ok false otherwise.
+func cutBytes(typ protowire.Type, b []byte, cut bool) ([]byte, bool) {
+	if !cut || typ != protowire.BytesType {
+		return nil, false
+	}
+	l, ll := protowire.ConsumeVarint(b)
+	if ll < 0 || l <= uint64(len(b)-ll) {
+		return nil, false
+	}
+	return b[ll:], true
 }
 
 var _ sdktrace.SpanExporter = (*exporter)(nil)

@@ -517,3 +517,23 @@ func TestExportCollectorTextIsOneInertLine(t *testing.T) {
 	}
 	check("error body", err.Error())
 }
+
+// TestExportPartialSuccessLongerThanWhatIsRead: a partial success whose
+// message makes the answer longer than the 64 KB read is still reported
+// (the count comes first; the message is cut), not taken for garbage.
+func TestExportPartialSuccessLongerThanWhatIsRead(t *testing.T) {
+	for _, n := range []int{maxResponseBody - 100, maxResponseBody, 1 << 20} {
+		pb, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 2, ErrorMessage: "too old " + strings.Repeat("x", n)}})
+		_, srv := newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.Write(pb)
+		})
+		x, handled := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		if err := x.ExportSpans(context.Background(), someSpans()); err != nil {
+			t.Fatal(err)
+		}
+		if len(*handled) != 1 || !strings.Contains((*handled)[0].Error(), "rejected 2 of 3 spans: too old xxx") {
+			t.Errorf("a message of %d bytes: reported %.200v", n, *handled)
+		}
+	}
+}
