@@ -263,13 +263,27 @@ func newExporter(cfg exporterConfig, version string) *exporter {
 	}
 	return &exporter{
 		cfg:        cfg,
-		client:     &http.Client{Transport: tr},
+		client:     &http.Client{Transport: tr, CheckRedirect: checkRedirect},
 		userAgent:  ua + " (OTLP/HTTP exporter)",
 		handle:     otel.Handle,
 		retryBase:  time.Second,
 		stop:       stop,
 		cancelStop: cancel,
 	}
+}
+
+// checkRedirect follows a redirect only when it repeats the POST with its
+// body (307, 308): a 301, 302 or 303 would be followed with a GET without
+// the spans, whose 200 would pass for a delivery. The 3xx answer is then
+// the export's, an error.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.Method != via[0].Method {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // ExportSpans posts spans to the collector in one request, retrying as
@@ -428,6 +442,8 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway,
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return true, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
+	case code >= 300 && code <= 399:
+		return false, 0, fmt.Errorf("%s answered %s, a redirect not followed (only a 307 or 308 is: it keeps the spans)", x.cfg.shown, resp.Status)
 	default:
 		return false, 0, fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
 	}

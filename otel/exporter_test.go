@@ -537,3 +537,33 @@ func TestExportPartialSuccessLongerThanWhatIsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestExportRedirectThatDropsTheBody: a 301, 302 or 303 would have the
+// request repeated as a GET without its body: the spans are not delivered,
+// and the export must say so rather than count the GET's 200 as done. A
+// 307 or 308 to the same collector keeps the POST and is followed.
+func TestExportRedirectThatDropsTheBody(t *testing.T) {
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther} {
+		c, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/traces" {
+				http.Redirect(w, r, "/elsewhere", code)
+			}
+		})
+		x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		err := x.ExportSpans(context.Background(), someSpans())
+		if err == nil || !strings.Contains(err.Error(), http.StatusText(code)) {
+			t.Errorf("%d: %v after %d requests", code, err, c.requests())
+		}
+	}
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		c, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/traces" {
+				http.Redirect(w, r, "/v1/traces/", code)
+			}
+		})
+		x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		if err := x.ExportSpans(context.Background(), someSpans()); err != nil || c.requests() != 2 || c.got[1].Method != http.MethodPost || len(c.bodies[1]) == 0 {
+			t.Errorf("%d: %v after %d requests", code, err, c.requests())
+		}
+	}
+}
