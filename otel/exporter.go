@@ -274,10 +274,13 @@ func newExporter(cfg exporterConfig, version string) *exporter {
 
 // checkRedirect follows a redirect only when it repeats the POST with its
 // body (307, 308): a 301, 302 or 303 would be followed with a GET without
-// the spans, whose 200 would pass for a delivery. The 3xx answer is then
-// the export's, an error.
+// the spans, whose 200 would pass for a delivery. And only to the same
+// scheme and host: net/http would send another host the user's headers
+// (it drops Authorization and Cookie there, not x-api-key and the like)
+// and the spans, or downgrade https to http. The 3xx answer is then the
+// export's, an error.
 func checkRedirect(req *http.Request, via []*http.Request) error {
-	if req.Method != via[0].Method {
+	if req.Method != via[0].Method || req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
 		return http.ErrUseLastResponse
 	}
 	if len(via) >= 10 {
@@ -443,7 +446,7 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return true, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
 	case code >= 300 && code <= 399:
-		return false, 0, fmt.Errorf("%s answered %s, a redirect not followed (only a 307 or 308 is: it keeps the spans)", x.cfg.shown, resp.Status)
+		return false, 0, fmt.Errorf("%s answered %s, a redirect not followed (only a 307 or 308 to the same scheme and host is)", x.cfg.shown, resp.Status)
 	default:
 		return false, 0, fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
 	}

@@ -567,3 +567,22 @@ func TestExportRedirectThatDropsTheBody(t *testing.T) {
 		}
 	}
 }
+
+// TestExportRedirectToAnotherHostKeepsTheHeaders: a 307 to another host
+// (or port, or scheme) is not followed: net/http would send it the
+// OTEL_EXPORTER_OTLP_HEADERS (a vendor's API key in x-api-key is not one
+// of the few headers it drops across hosts) and the spans.
+func TestExportRedirectToAnotherHostKeepsTheHeaders(t *testing.T) {
+	other, otherSrv := newCollector(t, ok)
+	_, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherSrv.URL+"/v1/traces", http.StatusTemporaryRedirect)
+	})
+	x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cret"})
+	err := x.ExportSpans(context.Background(), someSpans())
+	if err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("export: %v", err)
+	}
+	if n := other.requests(); n != 0 {
+		t.Errorf("the other host got %d requests, x-api-key %q", n, other.got[0].Header.Get("X-Api-Key"))
+	}
+}
