@@ -178,7 +178,9 @@ func TestT5CancelMidRunSummary(t *testing.T) {
 	s := mustRun(t, ctx, store, engine.Spec{
 		Items: items(20), Target: target, Scorers: []evalrun.Scorer{exact},
 		Options: engine.Options{Concurrency: 5, Progress: func(p evalrun.Progress) {
-			if p.Done == 8 {
+			// >= 8, not == 8: two results finishing together may both
+			// count before either reports, so Done can skip a value.
+			if p.Done >= 8 {
 				cancel()
 			}
 		}},

@@ -43,6 +43,11 @@ func migrate(ctx context.Context, db *sql.DB, migrations []sqlstore.Migration) e
 	if current > len(migrations) {
 		return fmt.Errorf("migrate: the database has schema version %d, newer than this evalrun knows (%d): upgrade evalrun", current, len(migrations))
 	}
+	// A file made from the template (freshDB) holds its migrations with
+	// applied_at 0: they are applied now. Elsewhere this changes nothing.
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET applied_at = ? WHERE applied_at = 0`, time.Now().UnixMicro()); err != nil {
+		return fmt.Errorf("migrate: stamp the template's migrations: %w", err)
+	}
 	for _, m := range migrations[current:] {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate: apply %s: %w", m.Name, err)

@@ -314,6 +314,68 @@ func TestOpenDefaultPath(t *testing.T) {
 	}
 }
 
+// TestWALStaysSmallWhileWriting: a run's results are copied from the WAL
+// into the database file as they are written (a checkpoint past 128 WAL
+// pages), so the WAL never holds a run's worth of writes: the checkpoint
+// of Close, on the exit path, has little left to copy and sync. 3 MB of
+// results in 30 batches, written without closing, leave well under 1 MB
+// of WAL (SQLite's default, 1,000 pages, would leave all 3 MB), every
+// result readable; after Close they are all in the file, the WAL gone.
+func TestWALStaysSmallWhileWriting(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateRun(ctx, &evalrun.Run{ID: "r", Status: evalrun.RunRunning, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	const batches, perBatch = 30, 25
+	output := evalrun.String(strings.Repeat("x", 4000))
+	for b := range batches {
+		batch := make([]*evalrun.ItemResult, perBatch)
+		for i := range batch {
+			idx := b*perBatch + i
+			batch[i] = &evalrun.ItemResult{RunID: "r", Index: idx, ItemID: fmt.Sprintf("item-%04d", idx), Output: output, Attempts: 1}
+		}
+		if err := s.WriteResults(ctx, batch); err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+	}
+	st, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= 1<<20 {
+		t.Fatalf("WAL after writing %d results of 4 KB: %d bytes, want < 1 MB (checkpointed as it grows)", batches*perBatch, st.Size())
+	}
+	count := func() int {
+		n := 0
+		if err := s.ScanResults(ctx, "r", evalrun.ResultQuery{}, func(*evalrun.ItemResult) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != batches*perBatch {
+		t.Fatalf("%d results read back, want %d", n, batches*perBatch)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+		t.Fatalf("WAL after Close: %v, want it removed (everything in the file)", err)
+	}
+	if s, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := count(); n != batches*perBatch {
+		t.Fatalf("%d results after reopening, want %d", n, batches*perBatch)
+	}
+}
+
 func TestOpenEmptyPath(t *testing.T) {
 	_, err := sqlite.Open(t.Context(), "")
 	if err == nil || !strings.Contains(err.Error(), "empty database path") {

@@ -97,6 +97,23 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		return nil
 	}
 	results = sqlstore.LastOfEachKey(results)
+	var fullResults, fullScores *sql.Stmt
+	if len(results) >= resultChunk {
+		var err error
+		if fullResults, err = s.prepareFull(ctx, &s.replaceResults, replaceResultsSQL); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+	}
+	scores := 0
+	for _, r := range results {
+		scores += len(r.Scores)
+	}
+	if scores >= scoreChunk {
+		var err error
+		if fullScores, err = s.prepareFull(ctx, &s.insertScores, insertScoresSQL); err != nil {
+			return fmt.Errorf("write scores: %w", err)
+		}
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
@@ -122,7 +139,7 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 				nullFloat(r.Usage.CostUSD), r.TraceID, r.CacheHit, micros(r.StartedAt), micros(r.CompletedAt), blob(traj))
 		}
 		if len(chunk) == resultChunk {
-			_, err = tx.StmtContext(ctx, s.replaceResults).ExecContext(ctx, args...)
+			_, err = tx.StmtContext(ctx, fullResults).ExecContext(ctx, args...)
 		} else {
 			_, err = tx.ExecContext(ctx, valuesSQL(replaceResultPrefix, resultArgs, len(chunk)), args...)
 		}
@@ -138,7 +155,7 @@ func (s *Store) writeResults(ctx context.Context, results []*evalrun.ItemResult)
 		}
 		var err error
 		if rows == scoreChunk {
-			_, err = tx.StmtContext(ctx, s.insertScores).ExecContext(ctx, args...)
+			_, err = tx.StmtContext(ctx, fullScores).ExecContext(ctx, args...)
 		} else {
 			_, err = tx.ExecContext(ctx, valuesSQL(insertScorePrefix, scoreArgs, rows), args...)
 		}

@@ -1,8 +1,9 @@
 // Package sqlite is the embedded [evalrun.Store]: one SQLite file, written
 // through the pure-Go driver modernc.org/sqlite (no cgo).
 //
-// The file is in WAL mode with synchronous=NORMAL and a busy timeout. Every
-// write goes through one writer connection whose transactions begin
+// The file is in WAL mode with synchronous=NORMAL and a busy timeout; the
+// WAL is copied into the file whenever it passes 128 pages. Every write
+// goes through one writer connection whose transactions begin
 // IMMEDIATE; reads use a separate pool of read-only connections, so a
 // report can read while a run writes, also from another process. The
 // schema is migrated on [Open].
@@ -33,6 +34,18 @@ const DefaultPath = ".evalrun/evalrun.db"
 // connection or process before failing with "database is locked".
 const BusyTimeout = 10 * time.Second
 
+// autoCheckpointPages is the WAL size, in pages, past which a commit of
+// the writer copies the WAL into the database file (a passive checkpoint,
+// SQLite's wal_autocheckpoint; its default is 1,000 pages). Results are
+// committed by the engine's writer while the run waits on its target, so
+// a small WAL moves the copying and the syncs of a run's writes into that
+// wait, where they cost the run nothing: Close, which checkpoints what is
+// left so that a run is durable when the process exits, then syncs at
+// most this much instead of every page the run wrote (W1: 1.9 MB of WAL
+// synced on the exit path; docs/benchmarks.md, "W1 start-up and tail,
+// again").
+const autoCheckpointPages = 128
+
 var _ evalrun.Store = (*Store)(nil)
 
 // Store is an [evalrun.Store] in a SQLite file. Use [Open]; it is safe for
@@ -42,7 +55,9 @@ type Store struct {
 	writer *sql.DB // one connection: SQLite has one writer at a time
 	reader *sql.DB // pooled, query-only
 
-	// Prepared on the writer: the full-size multi-row inserts.
+	// Prepared on the writer when first needed (see prepareFull): the
+	// full-size multi-row inserts. stmtMu guards them.
+	stmtMu                       sync.Mutex
 	replaceResults, insertScores *sql.Stmt
 
 	// clock decides the response cache's expiry.
@@ -52,9 +67,36 @@ type Store struct {
 	closeErr  error
 }
 
+// An Option changes how [Open] opens a database.
+type Option func(*options)
+
+type options struct {
+	mappedReads bool
+}
+
+// MappedReads makes the readers map the database file (PRAGMA mmap_size, up
+// to SQLite's 2 GB ceiling) instead of reading it with a pread system call
+// per page. A result's 10 KB output spans overflow pages that SQLite reads
+// past its page cache, and those calls were 60% of the CPU of a viewer
+// search page (1,000 outputs; docs/benchmarks.md, "Every page under
+// 50 ms"); the viewer (evalrun serve) opens its store with it.
+//
+// Every other command opens without it: every page a reader touches
+// through the map counts in the process's resident memory until exit, and
+// a run's report pass, which walks past the outputs of every result
+// (SQLite follows the overflow chain to the columns stored after them),
+// made a 100,000 × 10 KB --no-retain run peak at 1.3 GB of RSS instead of
+// under 60 MB (docs/benchmarks.md, "Scale: memory").
+func MappedReads() Option { return func(o *options) { o.mappedReads = true } }
+
 // Open opens (creating it and its parent directories when missing) the
-// SQLite database at path and migrates its schema.
-func Open(ctx context.Context, path string) (*Store, error) {
+// SQLite database at path and migrates its schema. A new file is written
+// from a template of the latest schema (see freshDB).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: empty database path: %w", evalrun.ErrInvalid)
 	}
@@ -67,8 +109,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	createFromTemplate(path) // a new file: the migrated schema in one write
 	busy := fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
-	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)"}, "_txlock": {"immediate"}}
+	checkpoint := fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages)
+	w := url.Values{"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)", checkpoint}, "_txlock": {"immediate"}}
 	writer, err := sql.Open("sqlite", path+"?"+w.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -81,12 +125,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	// mmap_size: readers map the file instead of a pread system call per
-	// page: a result's 10 KB output spans overflow pages that SQLite reads
-	// past its page cache, and those calls were 60% of the CPU of a viewer
-	// search page (1,000 outputs; docs/benchmarks.md, "Every page under
-	// 50 ms"). 2 GB is SQLite's default ceiling; pages past it are read.
-	r := url.Values{"_pragma": {busy, "query_only(1)", "mmap_size(2147418112)"}}
+	r := url.Values{"_pragma": {busy, "query_only(1)"}}
+	if o.mappedReads { // see MappedReads; pages past 2 GB are read
+		r["_pragma"] = append(r["_pragma"], "mmap_size(2147418112)")
+	}
 	reader, err := sql.Open("sqlite", path+"?"+r.Encode())
 	if err != nil {
 		writer.Close()
@@ -99,15 +141,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		reader.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
 	}
-	s := &Store{path: path, writer: writer, reader: reader}
-	if s.replaceResults, err = writer.PrepareContext(ctx, replaceResultsSQL); err == nil {
-		s.insertScores, err = writer.PrepareContext(ctx, insertScoresSQL)
-	}
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: %s: prepare: %w", path, err)
-	}
-	return s, nil
+	return &Store{path: path, writer: writer, reader: reader}, nil
 }
 
 // openBusyTries bounds how often Open retries a migration that SQLite
@@ -141,14 +175,35 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. Closing twice is safe.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stmtMu.Lock()
 		for _, st := range []*sql.Stmt{s.replaceResults, s.insertScores} {
 			if st != nil {
 				st.Close()
 			}
 		}
+		s.stmtMu.Unlock()
 		s.closeErr = errors.Join(s.reader.Close(), s.writer.Close())
 	})
 	return s.closeErr
+}
+
+// prepareFull returns *st, the full-size statement of query, preparing it
+// on the writer the first time. Open used to prepare both: ~1 ms of a
+// run's start that a run of small batches (W1's are 20 to 40 results)
+// never uses, and that a large one spends in its writer, off the path of
+// its items. It must be called outside a transaction: the writer has one
+// connection, which a transaction holds.
+func (s *Store) prepareFull(ctx context.Context, st **sql.Stmt, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if *st == nil {
+		p, err := s.writer.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		*st = p
+	}
+	return *st, nil
 }
 
 // CountItemRows returns the number of item rows ever stored for the dataset

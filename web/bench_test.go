@@ -61,7 +61,7 @@ func createBenchRun(b *testing.B, st evalrun.Store, n int, expected json.RawMess
 func build100k(b *testing.B) evalrun.Store {
 	b.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.MappedReads())
 	if err != nil {
 		b.Fatal(err)
 	}

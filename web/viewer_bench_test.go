@@ -89,7 +89,7 @@ func BenchmarkViewer100k(b *testing.B) {
 	vacuum := func(*testing.B) {}
 	stores := map[string]func(b *testing.B) evalrun.Store{
 		"sqlite": func(b *testing.B) evalrun.Store {
-			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.MappedReads())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/sqlite"
 	"github.com/evalrun/evalrun/web"
 )
 
@@ -56,7 +57,8 @@ server (exit 0).`,
 			if err := web.CheckAddr(addr, token); err != nil {
 				return usageError(err)
 			}
-			return st.withStore(cmd, func(ctx context.Context, store evalrun.Store) error {
+			// The viewer's readers map the file: its search pages read many outputs.
+			return st.withStoreOpts(cmd, []sqlite.Option{sqlite.MappedReads()}, func(ctx context.Context, store evalrun.Store) error {
 				var lc net.ListenConfig
 				ln, err := lc.Listen(ctx, "tcp", addr)
 				if err != nil {

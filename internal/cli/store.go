@@ -31,7 +31,12 @@ func (st *State) openStore(cmd *cobra.Command) (evalrun.Store, error) {
 // withStore opens the command's store, calls fn with the command's context
 // and the store, and closes the store when fn returns.
 func (st *State) withStore(cmd *cobra.Command, fn func(ctx context.Context, store evalrun.Store) error) error {
-	store, err := st.openStore(cmd)
+	return st.withStoreOpts(cmd, nil, fn)
+}
+
+// withStoreOpts is withStore opening a SQLite store with opts.
+func (st *State) withStoreOpts(cmd *cobra.Command, opts []sqlite.Option, fn func(ctx context.Context, store evalrun.Store) error) error {
+	store, err := openStore(cmd.Context(), st.dbURL(cmd), opts...)
 	if err != nil {
 		return err
 	}
@@ -54,14 +59,15 @@ func (st *State) openPostgres(cmd *cobra.Command) (*postgres.Store, error) {
 	return pg, nil
 }
 
-func openStore(ctx context.Context, url string) (evalrun.Store, error) {
+// openStore opens the store url names; opts apply when it is SQLite.
+func openStore(ctx context.Context, url string, opts ...sqlite.Option) (evalrun.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		if path == "" {
 			return nil, invalidf("--db %q: missing the database file (e.g. sqlite:.evalrun/evalrun.db)", url)
 		}
-		s, err := sqlite.Open(ctx, path)
+		s, err := sqlite.Open(ctx, path, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("open storage: %w", err)
 		}
