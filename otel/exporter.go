@@ -16,11 +16,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -139,23 +141,53 @@ func readConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	return c, nil
 }
 
+// maxPEMFile bounds what is read of a certificate or key file: a bundle
+// of every public CA is ~200 KB. A variable naming /dev/zero or a huge
+// file by mistake is an error, not a read until memory runs out.
+const maxPEMFile = 4 << 20
+
+// readPEMFile reads the file a certificate variable names, at most
+// maxPEMFile bytes of it.
+func readPEMFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEMFile {
+		return nil, fmt.Errorf("%s is larger than %d MB: not a PEM file", name, maxPEMFile>>20)
+	}
+	return b, nil
+}
+
 // parseHeaders parses the W3C-baggage-like list of the HEADERS variables,
 // key=value,key2=value2, each value URL-decoded and trimmed, as the
-// official exporter does. Its errors never show a value.
+// official exporter does. Its errors never show a value, nor an entry
+// that does not parse: "Authorization: Bearer KEY" (a colon for the
+// equals sign) is all key, and all secret.
 func parseHeaders(s string) (http.Header, error) {
 	h := http.Header{}
-	for _, kv := range strings.Split(s, ",") {
+	for i, kv := range strings.Split(s, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || !validHeaderKey(k) {
-			return nil, fmt.Errorf("the entry %q is not key=value with a header name as key", strings.TrimSpace(k))
+			return nil, fmt.Errorf("entry %d (of the comma-separated list) is not key=value with a header name as key", i+1)
 		}
 		dv, err := url.PathUnescape(v)
 		if err != nil {
 			return nil, fmt.Errorf("the value of %s is not URL-encoded correctly", k)
+		}
+		if strings.ContainsFunc(dv, func(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f) }) {
+			// net/http refuses such a value (RFC 9110) on every request:
+			// say so now rather than fail (and retry) every export.
+			return nil, fmt.Errorf("the value of %s holds a control character (a line break?) once URL-decoded", k)
 		}
 		h.Set(k, strings.TrimSpace(dv))
 	}
@@ -231,13 +263,30 @@ func newExporter(cfg exporterConfig, version string) *exporter {
 	}
 	return &exporter{
 		cfg:        cfg,
-		client:     &http.Client{Transport: tr},
+		client:     &http.Client{Transport: tr, CheckRedirect: checkRedirect},
 		userAgent:  ua + " (OTLP/HTTP exporter)",
 		handle:     otel.Handle,
 		retryBase:  time.Second,
 		stop:       stop,
 		cancelStop: cancel,
 	}
+}
+
+// checkRedirect follows a redirect only when it repeats the POST with its
+// body (307, 308): a 301, 302 or 303 would be followed with a GET without
+// the spans, whose 200 would pass for a delivery. And only to the same
+// scheme and host: net/http would send another host the user's headers
+// (it drops Authorization and Cookie there, not x-api-key and the like)
+// and the spans, or downgrade https to http. The 3xx answer is then the
+// export's, an error.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.Method != via[0].Method || req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // ExportSpans posts spans to the collector in one request, retrying as
@@ -382,18 +431,22 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 		return ctx.Err() == nil && !x.final.Load(), -1, err
 	}
 	defer resp.Body.Close()
-	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
+	cut := len(answer) > maxResponseBody
+	answer = answer[:min(len(answer), maxResponseBody)]
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
 		if readErr != nil {
 			// The collector took the spans; only its answer is lost.
 			return false, 0, nil
 		}
-		x.partialSuccess(resp.Header.Get("Content-Type"), answer, n)
+		x.partialSuccess(resp.Header.Get("Content-Type"), answer, cut, n)
 		return false, 0, nil
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway,
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return true, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
+	case code >= 300 && code <= 399:
+		return false, 0, fmt.Errorf("%s answered %s, a redirect not followed (only a 307 or 308 to the same scheme and host is)", x.cfg.shown, resp.Status)
 	default:
 		return false, 0, fmt.Errorf("%s answered %s%s", x.cfg.shown, resp.Status, shownBody(answer))
 	}
@@ -402,14 +455,29 @@ func (x *exporter) post(ctx context.Context, body []byte, n int) (retry bool, wa
 // shownBody is an error answer's body for a message: its start, on one
 // line.
 func shownBody(b []byte) string {
-	s := strings.Join(strings.Fields(string(b[:min(len(b), maxShownBody)])), " ")
-	if s == "" {
-		return ""
+	if s := oneLine(string(b)); s != "" {
+		return ": " + s
 	}
-	if len(b) > maxShownBody {
+	return ""
+}
+
+// oneLine is text from the collector made fit for the user's terminal:
+// its start (maxShownBody bytes), valid UTF-8, control characters (line
+// breaks, escape sequences that would recolour or retitle the terminal)
+// turned to spaces and spaces collapsed.
+func oneLine(s string) string {
+	cut := len(s) > maxShownBody
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, validUTF8(s[:min(len(s), maxShownBody)]))
+	s = strings.Join(strings.Fields(s), " ")
+	if cut && s != "" {
 		s += "…"
 	}
-	return ": " + s
+	return s
 }
 
 // retryAfter parses a Retry-After header, seconds or an HTTP date; -1
@@ -429,7 +497,10 @@ func retryAfter(v string) time.Duration {
 
 // partialSuccess reports the partial_success of a collector's answer (n
 // spans sent), protobuf or JSON, if it rejected spans or said something.
-func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
+// A protobuf answer cut at maxResponseBody (a long message) still says
+// how many spans were rejected: the count comes before the message, which
+// is taken as far as it was read.
+func (x *exporter) partialSuccess(contentType string, answer []byte, cut bool, n int) {
 	if len(answer) == 0 {
 		return
 	}
@@ -437,7 +508,7 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 	var msg string
 	switch strings.TrimSpace(strings.Split(contentType, ";")[0]) {
 	case "application/x-protobuf":
-		ps, ok := protoField(answer, fResponsePartialSuccess)
+		ps, ok := protoField(answer, fResponsePartialSuccess, cut)
 		if !ok {
 			return
 		}
@@ -449,6 +520,10 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 			ps = ps[tl:]
 			vl := protowire.ConsumeFieldValue(num, typ, ps)
 			if vl < 0 {
+				if v, ok := cutBytes(typ, ps, cut); ok && num == fPartialErrorMessage {
+					msg = string(v)
+					break
+				}
 				return
 			}
 			switch {
@@ -480,12 +555,13 @@ func (x *exporter) partialSuccess(contentType string, answer []byte, n int) {
 	if rejected == 0 && msg == "" {
 		return
 	}
-	x.handle(fmt.Errorf("traces export: the collector at %s rejected %d of %d spans: %s", x.cfg.shown, rejected, n, cmp.Or(msg, "(no message)")))
+	x.handle(fmt.Errorf("traces export: the collector at %s rejected %d of %d spans: %s", x.cfg.shown, rejected, n, cmp.Or(oneLine(msg), "(no message)")))
 }
 
 // protoField returns the value of the last occurrence of the
-// length-delimited field num in the message b.
-func protoField(b []byte, num protowire.Number) ([]byte, bool) {
+// length-delimited field num in the message b; in a message cut short
+// (cut), the last field's value may be only what there is of it.
+func protoField(b []byte, num protowire.Number, cut bool) ([]byte, bool) {
 	var v []byte
 	found := false
 	for len(b) > 0 {
@@ -496,6 +572,9 @@ func protoField(b []byte, num protowire.Number) ([]byte, bool) {
 		b = b[tl:]
 		vl := protowire.ConsumeFieldValue(n, typ, b)
 		if vl < 0 {
+			if cv, ok := cutBytes(typ, b, cut); ok && n == num {
+				return cv, true
+			}
 			return nil, false
 		}
 		if n == num && typ == protowire.BytesType {
@@ -505,6 +584,20 @@ func protoField(b []byte, num protowire.Number) ([]byte, bool) {
 		b = b[vl:]
 	}
 	return v, found
+}
+
+// cutBytes returns what there is of a length-delimited value b starts
+// with (its tag consumed) whose length goes past the end of b, when the
+// message was cut (cut); ok false otherwise.
+func cutBytes(typ protowire.Type, b []byte, cut bool) ([]byte, bool) {
+	if !cut || typ != protowire.BytesType {
+		return nil, false
+	}
+	l, ll := protowire.ConsumeVarint(b)
+	if ll < 0 || l <= uint64(len(b)-ll) {
+		return nil, false
+	}
+	return b[ll:], true
 }
 
 var _ sdktrace.SpanExporter = (*exporter)(nil)

@@ -415,7 +415,14 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key"}, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "bad key=s3cret"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		// A colon for the equals sign: the whole entry is the would-be key.
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-team=t,Authorization: Bearer s3cret"}, "entry 2"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key: s3cret=="}, "entry 1"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=%zzs3cret"}, "not URL-encoded"},
+		// Decoded, a line break or other control character: net/http would
+		// refuse every request, each export retried until its timeout.
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=a%0D%0AInjected:%20s3cret"}, "control character"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "k=s3cret%00"}, "control character"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "-1"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "gzip or none"},
@@ -474,4 +481,108 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(spans))/b.Elapsed().Seconds(), "spans/s")
+}
+
+// TestExportCollectorTextIsOneInertLine: what a collector says (a partial
+// success's message, an error's body) reaches the user's terminal as one
+// short line without control characters: no escape sequence to recolour
+// or retitle it, no line break to forge another message, not 64 KB.
+func TestExportCollectorTextIsOneInertLine(t *testing.T) {
+	hostile := "\x1b[31mred\x1b[0m\x1b]0;title\x07\nevalrun: forged\r\n\x00" + strings.Repeat("A", 60<<10)
+	pb, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 2, ErrorMessage: hostile}})
+	check := func(name, msg string) {
+		t.Helper()
+		if strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r == 0x7f || (0x80 <= r && r < 0xa0) }) || len(msg) > 1000 || !strings.Contains(msg, "red") {
+			t.Errorf("%s: %q", name, msg)
+		}
+	}
+	_, srv := newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(pb)
+	})
+	x, handled := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	if err := x.ExportSpans(context.Background(), someSpans()); err != nil || len(*handled) != 1 {
+		t.Fatalf("%v, %v", err, *handled)
+	}
+	check("partial success", (*handled)[0].Error())
+
+	_, srv = newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, hostile)
+	})
+	x, _ = testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	err := x.ExportSpans(context.Background(), someSpans())
+	if err == nil {
+		t.Fatal("a 400 was taken")
+	}
+	check("error body", err.Error())
+}
+
+// TestExportPartialSuccessLongerThanWhatIsRead: a partial success whose
+// message makes the answer longer than the 64 KB read is still reported
+// (the count comes first; the message is cut), not taken for garbage.
+func TestExportPartialSuccessLongerThanWhatIsRead(t *testing.T) {
+	for _, n := range []int{maxResponseBody - 100, maxResponseBody, 1 << 20} {
+		pb, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 2, ErrorMessage: "too old " + strings.Repeat("x", n)}})
+		_, srv := newCollector(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.Write(pb)
+		})
+		x, handled := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		if err := x.ExportSpans(context.Background(), someSpans()); err != nil {
+			t.Fatal(err)
+		}
+		if len(*handled) != 1 || !strings.Contains((*handled)[0].Error(), "rejected 2 of 3 spans: too old xxx") {
+			t.Errorf("a message of %d bytes: reported %.200v", n, *handled)
+		}
+	}
+}
+
+// TestExportRedirectThatDropsTheBody: a 301, 302 or 303 would have the
+// request repeated as a GET without its body: the spans are not delivered,
+// and the export must say so rather than count the GET's 200 as done. A
+// 307 or 308 to the same collector keeps the POST and is followed.
+func TestExportRedirectThatDropsTheBody(t *testing.T) {
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther} {
+		c, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/traces" {
+				http.Redirect(w, r, "/elsewhere", code)
+			}
+		})
+		x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		err := x.ExportSpans(context.Background(), someSpans())
+		if err == nil || !strings.Contains(err.Error(), http.StatusText(code)) {
+			t.Errorf("%d: %v after %d requests", code, err, c.requests())
+		}
+	}
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		c, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/traces" {
+				http.Redirect(w, r, "/v1/traces/", code)
+			}
+		})
+		x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+		if err := x.ExportSpans(context.Background(), someSpans()); err != nil || c.requests() != 2 || c.got[1].Method != http.MethodPost || len(c.bodies[1]) == 0 {
+			t.Errorf("%d: %v after %d requests", code, err, c.requests())
+		}
+	}
+}
+
+// TestExportRedirectToAnotherHostKeepsTheHeaders: a 307 to another host
+// (or port, or scheme) is not followed: net/http would send it the
+// OTEL_EXPORTER_OTLP_HEADERS (a vendor's API key in x-api-key is not one
+// of the few headers it drops across hosts) and the spans.
+func TestExportRedirectToAnotherHostKeepsTheHeaders(t *testing.T) {
+	other, otherSrv := newCollector(t, ok)
+	_, srv := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherSrv.URL+"/v1/traces", http.StatusTemporaryRedirect)
+	})
+	x, _ := testExporter(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cret"})
+	err := x.ExportSpans(context.Background(), someSpans())
+	if err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("export: %v", err)
+	}
+	if n := other.requests(); n != 0 {
+		t.Errorf("the other host got %d requests, x-api-key %q", n, other.got[0].Header.Get("X-Api-Key"))
+	}
 }

@@ -100,7 +100,7 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, fmt.Errorf("%w: %s is %q: evalrun exports traces over OTLP/HTTP only (http/protobuf or http/json); "+
 			"set it to http/protobuf and point the endpoint at the collector's OTLP/HTTP port (4318)", ErrUnsupportedProtocol, name, proto)
 	}
-	cfg, err := readConfig(getenv, os.ReadFile)
+	cfg, err := readConfig(getenv, readPEMFile)
 	if err != nil {
 		return nil, err
 	}

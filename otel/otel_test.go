@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,29 @@ func TestStartRefusesBadExporterSettings(t *testing.T) {
 	}
 	if otel.GetTracerProvider() != before {
 		t.Error("the global tracer provider changed")
+	}
+}
+
+// TestStartRefusesAnEndlessCertificateFile: a certificate variable naming
+// a huge file (or /dev/zero, endless) is refused after a bounded read,
+// not read whole into memory (/dev/zero: until the process died).
+func TestStartRefusesAnEndlessCertificateFile(t *testing.T) {
+	huge := filepath.Join(t.TempDir(), "huge.pem")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no disk used.
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, key := range []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"} {
+		tr, err := evalotel.Start(context.Background(), evalotel.Options{Getenv: getenv(map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://localhost:4318", key: huge, "OTEL_EXPORTER_OTLP_CLIENT_KEY": huge})})
+		if tr != nil || err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s: Start = %v, %v", key, tr, err)
+		}
 	}
 }
 

@@ -2,8 +2,16 @@ package river
 
 import (
 	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/evalrun/evalrun"
 )
 
 // A worker holds jobs fetched ahead beyond its concurrency without
@@ -56,5 +64,38 @@ func TestJobsFetchedAheadWaitForASlotAndReturnOnStop(t *testing.T) {
 	}
 	if returned != 2 || attempt != 0 || errs != 0 {
 		t.Errorf("available jobs: %d, max attempt %d, max errors %d; want 2 with no attempt and no error", returned, attempt, errs)
+	}
+}
+
+// River runs at most river.QueueNumWorkersMax jobs per queue and client:
+// the default fetch-ahead (as many as Concurrency) shrinks to fit rather
+// than make a concurrency above half of it fail (it worked before
+// fetch-ahead), and a Concurrency or an explicit FetchAhead past it is an
+// error saying so, not River's "invalid number of workers" with an
+// overflowed sum.
+func TestFetchAheadWithinRiversMaxWorkers(t *testing.T) {
+	b := setup(t, 0)
+	builder := &testBuilder{store: b.store}
+	for _, c := range []struct{ concurrency, ahead, want int }{
+		{6000, 0, river.QueueNumWorkersMax - 6000},
+		{river.QueueNumWorkersMax, 0, 0},
+		{20, 0, 20},
+		{20, -1, 0},
+	} {
+		w, err := NewWorker(t.Context(), b.store, builder, WorkerOptions{Concurrency: c.concurrency, FetchAhead: c.ahead, testOnly: true})
+		if err != nil || w.opts.FetchAhead != c.want {
+			t.Errorf("concurrency %d, fetch-ahead %d: %v; want fetch-ahead %d", c.concurrency, c.ahead, err, c.want)
+		}
+	}
+	for _, c := range []struct{ concurrency, ahead int }{
+		{20, river.QueueNumWorkersMax},
+		{20, math.MaxInt},
+		{math.MaxInt, 0},
+		{river.QueueNumWorkersMax + 1, -1},
+	} {
+		_, err := NewWorker(t.Context(), b.store, builder, WorkerOptions{Concurrency: c.concurrency, FetchAhead: c.ahead, testOnly: true})
+		if !errors.Is(err, evalrun.ErrInvalid) || !strings.Contains(err.Error(), strconv.Itoa(river.QueueNumWorkersMax)) {
+			t.Errorf("concurrency %d, fetch-ahead %d: %v; want ErrInvalid saying the bound", c.concurrency, c.ahead, err)
+		}
 	}
 }

@@ -108,7 +108,8 @@ type WorkerOptions struct {
 	// waits in this worker (River counts it running: the liveness rules
 	// apply to it), starts as soon as a slot frees, and goes back to the
 	// queue at once, without an attempt counted, when the worker stops
-	// before it started.
+	// before it started. Concurrency and FetchAhead together are at most
+	// River's QueueNumWorkersMax (the default shrinks to fit).
 	FetchAhead int
 	// ID names the worker in River and in the heartbeat table (unique per
 	// process); "" generates one from the host name and process id.
@@ -213,11 +214,20 @@ func NewWorker(ctx context.Context, store *postgres.Store, b Builder, opts Worke
 	if opts.CachedRuns <= 0 {
 		opts.CachedRuns = DefaultCachedRuns
 	}
-	switch {
+	// River runs at most QueueNumWorkersMax jobs per queue: the executing
+	// ones and those fetched ahead. The default fetch-ahead shrinks to
+	// fit; a concurrency or an explicit fetch-ahead past it is refused.
+	if opts.Concurrency > river.QueueNumWorkersMax {
+		return nil, fmt.Errorf("%w: worker: concurrency %d must be at most %d", evalrun.ErrInvalid, opts.Concurrency, river.QueueNumWorkersMax)
+	}
+	switch room := river.QueueNumWorkersMax - opts.Concurrency; {
 	case opts.FetchAhead == 0:
-		opts.FetchAhead = opts.Concurrency
+		opts.FetchAhead = min(opts.Concurrency, room)
 	case opts.FetchAhead < 0:
 		opts.FetchAhead = 0
+	case opts.FetchAhead > room:
+		return nil, fmt.Errorf("%w: worker: fetch-ahead %d: concurrency (%d) and fetch-ahead together must be at most %d",
+			evalrun.ErrInvalid, opts.FetchAhead, opts.Concurrency, river.QueueNumWorkersMax)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -35,7 +35,8 @@ import (
 var freshDB []byte
 
 // createFromTemplate creates the database file at path from freshDB when
-// nothing is there, and reports whether it did. It writes a temporary
+// nothing is there (no PATH-wal or PATH-journal either), and reports
+// whether it did. It writes a temporary
 // file next to path, syncs it and hard-links it into place, then syncs the
 // directory: path is either absent or a whole database, even after a
 // crash, and a process that creates path at the same moment (another
@@ -51,6 +52,15 @@ func createFromTemplate(path string) bool {
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return false // a file (even an empty one), a link, or no telling
+	}
+	for _, leftover := range []string{path + "-wal", path + "-journal"} {
+		// A deleted database's WAL or journal (after a crash): SQLite
+		// would replay it over the template, which has pages, bringing
+		// the deleted data back or corrupting the file; it deletes it
+		// for a file of its own making, which has none.
+		if _, err := os.Lstat(leftover); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
 	}
 	var suffix [8]byte
 	_, _ = rand.Read(suffix[:])

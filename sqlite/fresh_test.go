@@ -248,3 +248,51 @@ func TestOpenNewFileFromTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNewFileIgnoresALeftoverWAL: a database deleted after a crash
+// (kill -9, power loss) leaves PATH-wal behind, holding its last
+// transactions. SQLite replays the WAL of a file in WAL mode that has
+// pages, the template's case: the deleted database's runs came back in
+// the new one, or pages of another database were laid over the template.
+// A file SQLite creates has no page, and SQLite deletes such a WAL: Open
+// leaves a path with a leftover WAL (or rollback journal) to SQLite.
+func TestOpenNewFileIgnoresALeftoverWAL(t *testing.T) {
+	dir := t.TempDir()
+	old, err := Open(t.Context(), filepath.Join(dir, "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.writer.Exec(`CREATE TABLE leftover (x); INSERT INTO leftover VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.ReadFile(filepath.Join(dir, "old.db-wal"))
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("the old database's WAL: %d bytes, %v", len(wal), err)
+	}
+	path := filepath.Join(dir, "new.db")
+	if err := os.WriteFile(path+"-wal", wal, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.reader.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'leftover'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the deleted database's table is in the new one: %d (%v)", n, err)
+	}
+	var ok string
+	if err := s.reader.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check: %q, %v", ok, err)
+	}
+
+	journal := filepath.Join(dir, "journal.db")
+	if err := os.WriteFile(journal+"-journal", []byte("a hot journal of a deleted database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if createFromTemplate(journal) {
+		t.Error("createFromTemplate next to a leftover rollback journal: true")
+	}
+}

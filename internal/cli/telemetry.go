@@ -39,8 +39,10 @@ func (st *State) startTracing(ctx context.Context) (stop func()) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		if err := t.Shutdown(sctx); err != nil {
-			// Once, at the end: the run's result and exit code stand.
-			fmt.Fprintf(st.Stderr, "evalrun: traces not exported: %s (collector at %s)\n", scrub.String(err.Error()), t.Endpoint())
+			// Once, at the end: the run's result and exit code stand. The
+			// endpoint is without its password, not without a secret in
+			// its query (api_key=...): scrubbed too.
+			fmt.Fprintf(st.Stderr, "evalrun: traces not exported: %s (collector at %s)\n", scrub.String(err.Error()), scrub.String(t.Endpoint()))
 		}
 	}
 }

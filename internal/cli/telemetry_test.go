@@ -348,3 +348,26 @@ func TestTracingCollectorEchoingTheHeaderIsScrubbed(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 }
+
+// TestTracingEndpointQuerySecretIsScrubbed: a secret in the endpoint's
+// query (an API key some vendors take there) is not on stderr, neither in
+// the exporter's error nor in the "collector at" that follows it.
+func TestTracingEndpointQuerySecretIsScrubbed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	b := setup(t)
+	target := newEchoTarget(t)
+	suite := tracedSuite(b, target.URL)
+	withOTLP(t, b, "http://"+addr+"/?api_key=s3cret")
+	code, _, stderr := b.run("run", suite, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "traces not exported") || strings.Contains(stderr, "s3cret") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
