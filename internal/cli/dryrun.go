@@ -333,16 +333,15 @@ func (p *dryRunPlan) estimateTokens(items []*evalrun.Item) {
 	}
 }
 
-// tokenCounter returns the name of the encoding a model's tokens are
-// estimated in and a function counting a text's tokens in it: o200k_base,
-// the encoding of current OpenAI models (GPT-4o, GPT-4.1, GPT-5, o1-o4),
-// for every model. It is exact for those and an approximation for others
-// (GPT-4 and GPT-3.5 use cl100k_base, local models their own). Only o200k
-// is linked: each other tiktoken vocabulary is generated Go data of
-// 1.2-2.5 MB in the release binary, which must stay within 40 MB
-// (docs/benchmarks.md, "Tracing"); an offline estimate does not need them.
-func tokenCounter(string) (string, func(string) int64) {
+// tokenCounter returns the name of model's encoding and a function counting
+// a text's tokens in it: cl100k_base for GPT-4 and GPT-3.5 (cl100kModel),
+// o200k_base for current OpenAI models (GPT-4o, GPT-4.1, GPT-5, o1-o4) and,
+// as an approximation, for models it does not know (local ones).
+func tokenCounter(model string) (string, func(string) int64) {
 	codec := tokencodec.NewO200kBase()
+	if cl100kModel(model) {
+		codec = tokencodec.NewCl100kBase()
+	}
 	return codec.GetName(), func(s string) int64 {
 		n, err := codec.Count(s)
 		if err != nil {
@@ -511,4 +510,26 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// cl100kModel reports whether model's encoding is cl100k_base (GPT-4,
+// GPT-3.5, the embedding models), as tiktoken maps them. Only cl100k and
+// o200k are linked, not tokenizer.ForModel: it reaches the p50k and r50k
+// vocabularies of retired models (davinci, curie...), generated Go data of
+// ~2.9 MB in the binary (docs/benchmarks.md, "Tracing"), which those
+// models' estimates do not need (o200k approximates them, as it does any
+// model it does not know). cl100k is 2.5 MB of the release binary, which
+// stays within 40 MB with it since the OTLP exporter stopped linking gRPC.
+func cl100kModel(model string) bool {
+	switch model {
+	case "gpt-4", "gpt-3.5", "gpt-3.5-turbo", "text-embedding-ada-002", "davinci-002", "babbage-002":
+		return true
+	}
+	for _, prefix := range []string{"gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-", "ft:gpt-4:", "ft:gpt-4-",
+		"ft:gpt-3.5-turbo", "ft:davinci-002", "ft:babbage-002", "text-embedding-3-"} {
+		if strings.HasPrefix(model, prefix) {
+			return true
+		}
+	}
+	return false
 }
