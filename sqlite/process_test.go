@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -380,5 +381,19 @@ func TestOpenEmptyPath(t *testing.T) {
 	_, err := sqlite.Open(t.Context(), "")
 	if err == nil || !strings.Contains(err.Error(), "empty database path") {
 		t.Fatalf("Open(\"\"): err = %v", err)
+	}
+}
+
+// A '?' in the path: the driver reads what follows it as its parameters,
+// so SQLite wrote to "a" in the directory while the template was written
+// to "a?b.db": the runs went to a file nobody named. Open refuses it.
+func TestOpenPathWithQuestionMark(t *testing.T) {
+	dir := t.TempDir()
+	_, err := sqlite.Open(t.Context(), filepath.Join(dir, "a?b.db"))
+	if err == nil || !errors.Is(err, evalrun.ErrInvalid) || !strings.Contains(err.Error(), "'?'") {
+		t.Fatalf("Open(a?b.db): err = %v, want an ErrInvalid naming the '?'", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Open(a?b.db) left %d files in the directory", len(entries))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: empty database path: %w", evalrun.ErrInvalid)
+	}
+	if strings.Contains(path, "?") {
+		// The driver takes what follows a '?' for its parameters: SQLite
+		// would open the file named by the part before it, not path.
+		return nil, fmt.Errorf("sqlite: database path %q contains a '?', which SQLite cannot open as a plain file name: %w", path, evalrun.ErrInvalid)
 	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
