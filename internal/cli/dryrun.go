@@ -522,7 +522,7 @@ func plural(n int, word string) string {
 // stays within 40 MB with it since the OTLP exporter stopped linking gRPC.
 func cl100kModel(model string) bool {
 	switch model {
-	case "gpt-4", "gpt-3.5", "gpt-3.5-turbo", "text-embedding-ada-002", "davinci-002", "babbage-002":
+	case "gpt-4", "gpt-3.5", "gpt-3.5-turbo", "gpt-35-turbo", "text-embedding-ada-002", "davinci-002", "babbage-002":
 		return true
 	}
 	for _, prefix := range []string{"gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-", "ft:gpt-4:", "ft:gpt-4-",

@@ -10,6 +10,7 @@ func TestTokenCounterEncodings(t *testing.T) {
 		"gpt-4":                  "cl100k_base",
 		"gpt-4-0613":             "cl100k_base",
 		"gpt-3.5-turbo":          "cl100k_base",
+		"gpt-35-turbo":           "cl100k_base", // Azure's name for gpt-3.5-turbo, tiktoken's too
 		"gpt-35-turbo-16k":       "cl100k_base",
 		"ft:gpt-3.5-turbo:acme":  "cl100k_base",
 		"text-embedding-3-small": "cl100k_base",
