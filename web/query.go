@@ -620,9 +620,10 @@ func queryPager(ctx context.Context, pager evalrun.ResultPager, run *evalrun.Run
 			}
 		}
 	} else if p.Next != nil {
-		// The search's budget ran out before the page filled: the cursor
-		// of the last result examined, in any sort.
-		page.Partial = true
+		// The search's budget ran out: the cursor of the last result
+		// examined, in any sort. The page is partial only when it is short;
+		// one whose size-th match was the last result examined is full.
+		page.Partial = len(page.Results) < q.Size
 		page.Next = base64.RawURLEncoding.EncodeToString(p.Next)
 	}
 	return page, nil

@@ -148,3 +148,47 @@ func TestItemsSearchDefaultBudget(t *testing.T) {
 		t.Fatalf("second page: scanned %v, next %v; want 1, none", last.Scanned, last.Next)
 	}
 }
+
+// TestItemsSearchFullPageNotPartial: a page whose size-th match is the last
+// result its budget lets it examine is full, not partial (docs/web.md: a
+// partial page has fewer matches than size). It said "partial": true and
+// "Searched 2 results: 2 matches. search further", as if matches might be
+// missing; following next still finds every match once.
+func TestItemsSearchFullPageNotPartial(t *testing.T) {
+	wide, narrow := budgetBundles(t, 1000), budgetBundles(t, 2)
+	for name, b := range narrow {
+		t.Run(name, func(t *testing.T) {
+			items := "/api/runs/" + runB + "/items?size=2&q=q"
+			want := strings.Join(resultKeys(decode[ItemsJSON](t, wide[name].mustGet(t, "/api/runs/"+runB+"/items?size=500&q=q", http.StatusOK))), " ")
+			var got []string
+			path, full := items, 0
+			for pages := 0; ; pages++ {
+				if pages > 20 {
+					t.Fatal("more than 20 pages")
+				}
+				p := decode[ItemsJSON](t, b.mustGet(t, path, http.StatusOK))
+				if len(p.Items) == 2 {
+					full++
+					if p.Partial {
+						t.Errorf("page %d: 2 matches of size 2, and partial", pages)
+					}
+				}
+				got = append(got, resultKeys(p)...)
+				if p.Next == nil {
+					break
+				}
+				path = items + "&from=" + url.QueryEscape(*p.Next)
+			}
+			if full == 0 {
+				t.Fatal("no full page: the fixture no longer tests this")
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("pages found %v, want %s", got, want)
+			}
+			body := b.mustGet(t, "/runs/"+runB+"/items?size=2&q=q", http.StatusOK).body
+			if strings.Contains(body, "search-further") {
+				t.Error("HTML: a full first page links \"search further\"")
+			}
+		})
+	}
+}
