@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	tokencodec "github.com/tiktoken-go/tokenizer/codec"
@@ -343,12 +345,47 @@ func tokenCounter(model string) (string, func(string) int64) {
 		codec = tokencodec.NewCl100kBase()
 	}
 	return codec.GetName(), func(s string) int64 {
-		n, err := codec.Count(s)
-		if err != nil {
-			return int64(len(s) / 4) // invalid UTF-8: about 4 bytes a token
-		}
-		return int64(n)
+		return countInChunks(func(s string) int64 {
+			n, err := codec.Count(s)
+			if err != nil {
+				return int64(len(s) / 4) // invalid UTF-8: about 4 bytes a token
+			}
+			return int64(n)
+		}, s)
 	}
+}
+
+// maxTokenChunk bounds the text the tokenizer sees at once: its pre-split
+// regexp backtracks over a run of mixed whitespace, in time growing with
+// the square of its length (a 1 MB prompt of " \n" kept a dry run busy
+// for minutes, and Ctrl-C could not stop it).
+const maxTokenChunk = 4096
+
+// countInChunks counts s in pieces of at most maxTokenChunk bytes. A piece
+// ends before a space that begins a word (the tokenizer's pieces start
+// there: " word"), so ordinary text counts as it would whole; with no such
+// place in the second half of the piece, at a rune boundary (an estimate
+// off by a token or so).
+func countInChunks(count func(string) int64, s string) int64 {
+	var n int64
+	for len(s) > maxTokenChunk {
+		cut := -1
+		for i := maxTokenChunk - 1; i >= maxTokenChunk/2; i-- {
+			if s[i] == ' ' && !unicode.IsSpace(rune(s[i+1])) && s[i+1] < utf8.RuneSelf {
+				cut = i
+				break
+			}
+		}
+		if cut < 0 {
+			cut = maxTokenChunk
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+		}
+		n += count(s[:cut])
+		s = s[cut:]
+	}
+	return n + count(s)
 }
 
 // estimateJudge counts the tokens of judge j's prompts over every
