@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,47 +16,16 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/browsertest"
 )
 
 var screenshot = flag.Bool("screenshot", false, "rewrite docs/img/report-html.png (or set EVALRUN_UPDATE_SCREENSHOTS=1)")
 
-// htmlBrowser starts a headless Chromium (as the viewer's browser tests
-// do: $EVALRUN_CHROMIUM or chromium in PATH). Without one the test is
-// skipped, unless EVALRUN_REQUIRE_BROWSER=1, when it fails.
+// htmlBrowser starts the tests' headless Chromium (internal/browsertest),
+// without scrollbars so that the screenshot shows the page alone.
 func htmlBrowser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv("EVALRUN_CHROMIUM")
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if path != "" {
-			break
-		}
-		path, _ = exec.LookPath(name)
-	}
-	if path == "" {
-		if os.Getenv("EVALRUN_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no Chromium binary found (chromium in PATH or $EVALRUN_CHROMIUM) and EVALRUN_REQUIRE_BROWSER=1: apt-get install -y chromium")
-		}
-		t.Skip("skipping the browser test: no Chromium binary found (apt-get install -y chromium, or set EVALRUN_CHROMIUM)")
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	if err := chromedp.Do(bctx); err != nil {
-		cancelBrowser()
-		cancelAlloc()
-		t.Fatalf("start %s: %v", path, err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancel()
-		cancelBrowser()
-		cancelAlloc()
-	})
-	return ctx
+	return browsertest.Start(t, chromedp.Flag("hide-scrollbars", true))
 }
 
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {

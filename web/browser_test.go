@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,68 +17,16 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/inmem"
+	"github.com/evalrun/evalrun/internal/browsertest"
 )
 
 var screenshots = flag.Bool("screenshots", false, "rewrite docs/img/run.png and docs/img/compare.png (or set EVALRUN_UPDATE_SCREENSHOTS=1)")
 
-// chromium returns the path of a Chromium binary: $EVALRUN_CHROMIUM, or the
-// first of the usual names found in PATH.
-func chromium() string {
-	if p := os.Getenv("EVALRUN_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile and returns its
-// context. Without a Chromium binary the test is skipped, unless
-// EVALRUN_REQUIRE_BROWSER=1 (scripts/test sets it), when it fails.
+// browser starts the tests' headless Chromium (internal/browsertest):
+// skipped without one, unless EVALRUN_REQUIRE_BROWSER=1.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := chromium()
-	if path == "" {
-		if os.Getenv("EVALRUN_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no Chromium binary found (chromium, chromium-browser, google-chrome in PATH or $EVALRUN_CHROMIUM) " +
-				"and EVALRUN_REQUIRE_BROWSER=1: install it with apt-get install -y chromium")
-		}
-		t.Skip("skipping the browser test: no Chromium binary found (apt-get install -y chromium, or set EVALRUN_CHROMIUM)")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	// The first call starts the browser, which lives as long as bctx: it
-	// must not carry the timeout, which bounds the test's steps only.
-	if err := chromedp.Do(bctx); err != nil {
-		cancelBrowser()
-		cancelAlloc()
-		t.Fatalf("start %s: %v", path, err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelBrowser()
-		cancelAlloc()
-	})
-	return ctx
+	return browsertest.Start(t)
 }
 
 // serve serves b's handler on 127.0.0.1 for the browser.
