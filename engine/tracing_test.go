@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/evalrun/evalrun"
 	"github.com/evalrun/evalrun/engine"
+	"github.com/evalrun/evalrun/internal/otlptest"
 	evalotel "github.com/evalrun/evalrun/otel"
 )
 
@@ -33,14 +33,6 @@ func recordSpans(t *testing.T) *tracetest.SpanRecorder {
 		_ = tp.Shutdown(context.Background())
 	})
 	return rec
-}
-
-func attrsOf(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value
-	}
-	return m
 }
 
 func TestRunSpans(t *testing.T) {
@@ -76,14 +68,14 @@ func TestRunSpans(t *testing.T) {
 			len(byName["evalrun.run"]), len(byName["evalrun.item"]), len(byName["evalrun.attempt"]), len(byName["evalrun.score"]))
 	}
 	run := byName["evalrun.run"][0]
-	if a := attrsOf(run); a["evalrun.run.id"].AsString() != sum.RunID || a["evalrun.run.status"].AsString() != "completed" ||
+	if a := otlptest.Attrs(run); a["evalrun.run.id"].AsString() != sum.RunID || a["evalrun.run.status"].AsString() != "completed" ||
 		a["evalrun.run.failed"].AsInt64() != 1 || run.Parent().IsValid() {
 		t.Errorf("run span attributes %v, parent %v", a, run.Parent())
 	}
 	items := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	for _, it := range byName["evalrun.item"] {
 		items[it.SpanContext().SpanID()] = it
-		a := attrsOf(it)
+		a := otlptest.Attrs(it)
 		if it.Parent().SpanID() != run.SpanContext().SpanID() || a["evalrun.run.id"].AsString() != sum.RunID {
 			t.Errorf("item %s: parent %v, run id %q", a["evalrun.item.id"].AsString(), it.Parent().SpanID(), a["evalrun.run.id"].AsString())
 		}
@@ -106,7 +98,7 @@ func TestRunSpans(t *testing.T) {
 		}
 		if s.Status().Code == codes.Error {
 			failedAttempts++
-			if a := attrsOf(s); a["evalrun.error.kind"].AsString() == "" {
+			if a := otlptest.Attrs(s); a["evalrun.error.kind"].AsString() == "" {
 				t.Errorf("a failed attempt without its error kind: %v", a)
 			}
 		}

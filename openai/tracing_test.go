@@ -83,10 +83,7 @@ func TestModelCallSpans(t *testing.T) {
 	}
 	for i, w := range want {
 		s := spans[i]
-		a := map[attribute.Key]attribute.Value{}
-		for _, kv := range s.Attributes() {
-			a[kv.Key] = kv.Value
-		}
+		a := otlptest.Attrs(s)
 		if s.Name() != w.name || a["gen_ai.operation.name"].AsString() != w.op || a["gen_ai.request.model"].AsString() != w.model ||
 			a["gen_ai.provider.name"].AsString() != "openai" || a["gen_ai.usage.input_tokens"].AsInt64() != w.in ||
 			(w.out >= 0 && a["gen_ai.usage.output_tokens"].AsInt64() != w.out) || (w.out < 0 && a["gen_ai.usage.output_tokens"].Type() != attribute.INVALID) {
@@ -206,10 +203,7 @@ func TestChatAttemptIsTheCallSpan(t *testing.T) {
 		t.Fatalf("item span %v, %d call spans, %d requests; want 1, 2, 2", item != nil, len(calls), len(parents))
 	}
 	for i, s := range calls {
-		a := map[attribute.Key]attribute.Value{}
-		for _, kv := range s.Attributes() {
-			a[kv.Key] = kv.Value
-		}
+		a := otlptest.Attrs(s)
 		if s.Parent().SpanID() != item.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
 			t.Errorf("call %d: parent %s kind %s, want the item's child, client", i, s.Parent().SpanID(), s.SpanKind())
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -28,4 +29,13 @@ func Record(t testing.TB) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
 		_ = tp.Shutdown(context.Background())
 	})
 	return rec, tp
+}
+
+// Attrs returns the attributes of s by key, for assertions.
+func Attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value, len(s.Attributes()))
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/otlptest"
 	"github.com/evalrun/evalrun/internal/tracing"
 )
 
@@ -30,14 +31,6 @@ func (w wrapper) Execute(ctx context.Context, it *evalrun.Item) (evalrun.Output,
 	return w.t.Execute(ctx, it)
 }
 func (w wrapper) Unwrap() evalrun.Target { return w.t }
-
-func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
-	a := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes() {
-		a[kv.Key] = kv.Value
-	}
-	return a
-}
 
 // TestAttemptCall: the call found through wrappers names the attempt
 // span; a model call made directly under it takes it over (no child, the
@@ -88,7 +81,7 @@ func TestAttemptCall(t *testing.T) {
 	if innerSpan.Name() != "chat m" || innerSpan.Parent().SpanID() != ended[1].SpanContext().SpanID() {
 		t.Errorf("inner call %q parent %s, want chat m under the tool", innerSpan.Name(), innerSpan.Parent().SpanID())
 	}
-	a := attrs(attemptSpan)
+	a := otlptest.Attrs(attemptSpan)
 	if attemptSpan.Name() != "chat m" || attemptSpan.SpanKind() != trace.SpanKindClient || attemptSpan.Parent().SpanID() != run.SpanContext().SpanID() ||
 		a["evalrun.attempt"].AsInt64() != 2 || a["gen_ai.operation.name"].AsString() != "chat" || a["gen_ai.request.model"].AsString() != "m" ||
 		a["gen_ai.usage.input_tokens"].AsInt64() != 3 || a["gen_ai.usage.output_tokens"].AsInt64() != 4 || a["evalrun.error.kind"].Type() != attribute.INVALID {
@@ -129,13 +122,13 @@ func TestDescribeReusesNoAttributes(t *testing.T) {
 		sc.End()
 	}
 	ended := rec.Ended()
-	if n := len(attrs(ended[0])); n != 10 {
-		t.Errorf("first item: %d attributes: %v", n, attrs(ended[0]))
+	if n := len(otlptest.Attrs(ended[0])); n != 10 {
+		t.Errorf("first item: %d attributes: %v", n, otlptest.Attrs(ended[0]))
 	}
-	if n := len(attrs(ended[1])); n != 4 {
-		t.Errorf("first score: %d attributes: %v", n, attrs(ended[1]))
+	if n := len(otlptest.Attrs(ended[1])); n != 4 {
+		t.Errorf("first score: %d attributes: %v", n, otlptest.Attrs(ended[1]))
 	}
-	second, secondScore := attrs(ended[2]), attrs(ended[3])
+	second, secondScore := otlptest.Attrs(ended[2]), otlptest.Attrs(ended[3])
 	if _, cached := second[tracing.CacheHit]; len(second) != 6 || second[tracing.ItemID].AsString() != "b" || cached {
 		t.Errorf("second item: %v", second)
 	}
