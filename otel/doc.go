@@ -1,8 +1,10 @@
 // Package otel sets up the OpenTelemetry SDK for evalrun: the official Go
-// SDK's tracer provider (go.opentelemetry.io/otel/sdk/trace, with its
-// batch span processor and the resource of sdk/resource), exporting over
-// OTLP/HTTP with an exporter of evalrun's own, configured by the standard
-// OTEL_* environment variables, and its bounded shutdown. It is the only
+// SDK's tracer provider (go.opentelemetry.io/otel/sdk/trace, its spans
+// and sampler, and the resource of sdk/resource), batching ended spans
+// with a span processor of evalrun's own (batcher.go, in the place of the
+// SDK's batch span processor, with its OTEL_BSP_* settings) and exporting
+// them over OTLP/HTTP with an exporter of evalrun's own, configured by the
+// standard OTEL_* environment variables, and its bounded shutdown. It is the only
 // package that imports the SDK; the rest of evalrun makes its spans with
 // the OpenTelemetry API (internal/tracing) against whatever provider is
 // installed. docs/observability.md describes the spans and the variables.

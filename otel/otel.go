@@ -43,10 +43,11 @@ func Enabled(getenv func(string) string) bool {
 
 // Options configure [Start].
 type Options struct {
-	// Getenv reads the exporter's variables, OTEL_EXPORTER_OTLP_*: whether
-	// tracing is on, the protocol, the endpoint, headers, timeout,
-	// compression and TLS files (nil: os.Getenv). The SDK reads the
-	// others (OTEL_BSP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+	// Getenv reads the exporter's and the batcher's variables,
+	// OTEL_EXPORTER_OTLP_* and OTEL_BSP_*: whether tracing is on, the
+	// protocol, the endpoint, headers, timeout, compression and TLS
+	// files, the queue, batch size and delays (nil: os.Getenv). The SDK
+	// reads the others (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
 	// OTEL_TRACES_SAMPLER…) from the process environment itself, as it
 	// documents.
 	Getenv func(string) string
@@ -104,6 +105,10 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
+	bcfg, err := readBatchConfig(getenv)
+	if err != nil {
+		return nil, err
+	}
 	exp := newExporter(cfg, o.ServiceVersion)
 	attrs := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}
 	if o.ServiceVersion != "" {
@@ -123,33 +128,11 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 		prevProp:    otel.GetTextMapPropagator(),
 		prevHandler: otel.GetErrorHandler(),
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, batchDefaults(os.LookupEnv)...), sdktrace.WithResource(res))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newSpanBatcher(exp, bcfg)), sdktrace.WithResource(res))
 	otel.SetTracerProvider(t.tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(t.record))
 	return t, nil
-}
-
-// DefaultMaxQueueSize is the batch span processor's queue unless
-// OTEL_BSP_MAX_QUEUE_SIZE says otherwise: four times the SDK's 2048. A
-// fast run ends 10,000 spans a second and more (W2: 3 per item, ~3,000
-// items/s), and the queue is all that holds them while an export is on
-// its way; spans past it are dropped. A larger queue costs nothing per
-// span (its channel is made once). The batch size stays the SDK's 512:
-// batches of 2048 cost more CPU in W2 (larger buffers and more spans
-// live at once), docs/benchmarks.md.
-//
-// The SDK reads OTEL_BSP_* itself, but an explicit option wins over the
-// variable, so the option is given only when the variable is unset.
-const DefaultMaxQueueSize = 8192
-
-// batchDefaults returns evalrun's batcher options for the settings the
-// user did not set (lookup does not find their OTEL_BSP_* variable).
-func batchDefaults(lookup func(string) (string, bool)) []sdktrace.BatchSpanProcessorOption {
-	if _, ok := lookup("OTEL_BSP_MAX_QUEUE_SIZE"); ok {
-		return nil
-	}
-	return []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxQueueSize(DefaultMaxQueueSize)}
 }
 
 // record keeps the first error the SDK reports (a failed export).
