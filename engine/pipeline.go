@@ -159,22 +159,20 @@ func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item
 	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, n int) error {
 		actx, span := tracing.StartAttempt(actx, p.call, n+1)
 		o, err := p.attempt(actx, item)
-		tracing.Fail(span, err)
-		span.End()
+		// A failed attempt's spend still counts.
+		used := o.Usage
+		if u := evalrun.UsageOf(err); err != nil && !u.IsZero() {
+			used = u
+		}
+		span.End(used, err)
+		res.Usage.Add(used)
 		if err != nil {
 			// The last failed attempt's trajectory (an agent that looped
 			// past max_steps, a call no mock answers) is the one a failed
 			// item shows.
 			failedTrajectory = evalrun.TrajectoryOf(err)
-			// A failed attempt's spend still counts.
-			if u := evalrun.UsageOf(err); !u.IsZero() {
-				res.Usage.Add(u)
-			} else {
-				res.Usage.Add(o.Usage)
-			}
 			return err
 		}
-		res.Usage.Add(o.Usage)
 		out = o
 		return nil
 	})

@@ -319,13 +319,34 @@ func Fail(span trace.Span, err error) {
 	if err == nil || !span.IsRecording() {
 		return
 	}
+	buf := getAttrs()
+	defer putAttrs(buf)
+	*buf = failAttrs(*buf, err)
+	span.SetAttributes(*buf...)
+	span.SetStatus(codes.Error, err.Error())
+}
+
+// failAttrs appends the attributes of a failure with err: its error kind
+// and HTTP status when it has one.
+func failAttrs(attrs []attribute.KeyValue, err error) []attribute.KeyValue {
 	kind := evalrun.KindOf(err)
-	span.SetAttributes(ErrorKind.String(string(kind)), ErrorType.String(string(kind)))
+	attrs = append(attrs, ErrorKind.String(string(kind)), ErrorType.String(string(kind)))
 	var e *evalrun.Error
 	if errors.As(err, &e) && e.StatusCode != 0 {
-		span.SetAttributes(StatusCode.Int(e.StatusCode))
+		attrs = append(attrs, StatusCode.Int(e.StatusCode))
 	}
-	span.SetStatus(codes.Error, err.Error())
+	return attrs
+}
+
+// tokenAttrs appends the GenAI token counts u has.
+func tokenAttrs(attrs []attribute.KeyValue, u evalrun.Usage) []attribute.KeyValue {
+	if u.InputTokens != nil {
+		attrs = append(attrs, GenAIInputTokens.Int64(*u.InputTokens))
+	}
+	if u.OutputTokens != nil {
+		attrs = append(attrs, GenAIOutputTokens.Int64(*u.OutputTokens))
+	}
+	return attrs
 }
 
 // ModelCall is the span of one model call, from [StartModelCall]: a child
@@ -362,31 +383,25 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 }
 
 // EndModelCall records the tokens a model call used (and its error) and
-// ends its span. On an attempt span that is the call it records the tokens
-// only: the engine records the attempt's outcome and ends it.
+// ends its span. On an attempt span that is the call it does nothing: the
+// engine records the attempt's usage, which is the call's, its outcome,
+// and ends it ([AttemptSpan.End]).
 func EndModelCall(c ModelCall, u evalrun.Usage, err error) {
+	if c.attempt {
+		return
+	}
 	span := c.span
 	if span.IsRecording() {
-		if u.InputTokens != nil || u.OutputTokens != nil {
-			buf := getAttrs()
-			attrs := *buf
-			if u.InputTokens != nil {
-				attrs = append(attrs, GenAIInputTokens.Int64(*u.InputTokens))
-			}
-			if u.OutputTokens != nil {
-				attrs = append(attrs, GenAIOutputTokens.Int64(*u.OutputTokens))
-			}
-			span.SetAttributes(attrs...)
-			*buf = attrs
-			putAttrs(buf)
+		buf := getAttrs()
+		*buf = tokenAttrs(*buf, u)
+		if err != nil {
+			*buf = failAttrs(*buf, err)
+			span.SetStatus(codes.Error, err.Error())
 		}
-		if !c.attempt {
-			Fail(span, err)
-		}
+		span.SetAttributes(*buf...)
+		putAttrs(buf)
 	}
-	if !c.attempt {
-		span.End()
-	}
+	span.End()
 }
 
 // CallTarget is implemented by a target whose every attempt may be exactly
@@ -434,33 +449,61 @@ func AttemptCallOf(t evalrun.Target) *Call {
 // call, for [StartModelCall] to recognise.
 type attemptCallKey struct{}
 
+// AttemptSpan is the span of one target attempt, from [StartAttempt]; end
+// it with [AttemptSpan.End].
+type AttemptSpan struct {
+	span trace.Span
+	call *Call
+	n    int
+}
+
 // StartAttempt starts the span of target attempt n (1 for the first call)
 // when ctx is inside a traced run: "evalrun.attempt", or with call non-nil
 // the span of that model call (see [CallTarget]), which the target's
 // [StartModelCall] then takes as its own.
-func StartAttempt(ctx context.Context, call *Call, n int) (context.Context, trace.Span) {
+func StartAttempt(ctx context.Context, call *Call, n int) (context.Context, AttemptSpan) {
 	if !Active(ctx) {
-		return ctx, noSpan
+		return ctx, AttemptSpan{span: noSpan}
 	}
 	var span trace.Span
-	buf := getAttrs()
-	defer putAttrs(buf)
-	attrs := *buf
 	if call == nil {
 		ctx, span = Tracer().Start(ctx, SpanAttempt, internalKind...)
 	} else {
-		// The call's attributes in the same SetAttributes call as the
-		// attempt's, not as a start option: one attribute slice for the
-		// span instead of the option's, the span's, and its growth.
 		ctx, span = Tracer().Start(ctx, call.name, clientKind...)
 		ctx = context.WithValue(ctx, attemptCallKey{}, span)
-		attrs = append(attrs, GenAIOperation.String(call.operation), GenAIProvider.String("openai"),
-			GenAISystem.String("openai"), GenAIRequestModel.String(call.model))
 	}
-	attrs = append(attrs, Attempt.Int(n))
-	span.SetAttributes(attrs...)
-	*buf = attrs
-	return ctx, span
+	return ctx, AttemptSpan{span: span, call: call, n: n}
+}
+
+// Span returns the attempt's span (a no-op outside a traced run).
+func (a AttemptSpan) Span() trace.Span { return a.span }
+
+// End records the attempt's attributes and ends its span: its number, for
+// the attempt that is a model call the GenAI attributes and the tokens of
+// u (the attempt's usage is that call's), and err's when it failed. They
+// are set in one SetAttributes call when the attempt ends, not partly at
+// its start: each call grows the span's attribute slice again (a
+// reallocation and a copy per item).
+func (a AttemptSpan) End(u evalrun.Usage, err error) {
+	span := a.span
+	if span.IsRecording() {
+		buf := getAttrs()
+		attrs := *buf
+		if a.call != nil {
+			attrs = append(attrs, GenAIOperation.String(a.call.operation), GenAIProvider.String("openai"),
+				GenAISystem.String("openai"), GenAIRequestModel.String(a.call.model))
+			attrs = tokenAttrs(attrs, u)
+		}
+		attrs = append(attrs, Attempt.Int(a.n))
+		if err != nil {
+			attrs = failAttrs(attrs, err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.SetAttributes(attrs...)
+		*buf = attrs
+		putAttrs(buf)
+	}
+	span.End()
 }
 
 // StartToolCall starts the span of an agent's tool call answered by the

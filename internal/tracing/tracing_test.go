@@ -61,7 +61,8 @@ func TestAttemptCall(t *testing.T) {
 		t.Error("a call directly under its attempt span started a span of its own")
 	}
 	in, out := int64(3), int64(4)
-	tracing.EndModelCall(mc, evalrun.Usage{InputTokens: &in, OutputTokens: &out}, errors.New("ignored: the engine records the attempt's error"))
+	used := evalrun.Usage{InputTokens: &in, OutputTokens: &out}
+	tracing.EndModelCall(mc, used, errors.New("ignored: the engine records the attempt's error"))
 	if n := len(rec.Ended()); n != 0 {
 		t.Fatalf("%d spans ended by the call, want the attempt left to the engine", n)
 	}
@@ -70,7 +71,7 @@ func TestAttemptCall(t *testing.T) {
 	_, inner := tracing.StartModelCall(tctx, "chat", "m")
 	tracing.EndModelCall(inner, evalrun.Usage{}, nil)
 	tool.End()
-	attempt.End()
+	attempt.End(used, nil) // the attempt's usage is its call's
 	run.End()
 
 	ended := rec.Ended()
@@ -90,7 +91,7 @@ func TestAttemptCall(t *testing.T) {
 
 	// Untraced: nothing, and the context unchanged.
 	bg := context.Background()
-	if c, s := tracing.StartAttempt(bg, call, 1); c != bg || s.IsRecording() {
+	if c, s := tracing.StartAttempt(bg, call, 1); c != bg || s.Span().IsRecording() {
 		t.Error("StartAttempt made a span outside a traced run")
 	}
 	if tracing.ScoreKey("exact_match") != "evalrun.score.exact_match" || tracing.ScoreKey("exact_match") != tracing.ScoreKey("exact_match") {
