@@ -159,10 +159,13 @@ func (p *Pipeline) process(ctx context.Context, runID string, item *evalrun.Item
 	attempts, err := retry.Do(itemCtx, p.policy, func(actx context.Context, n int) error {
 		actx, span := tracing.StartAttempt(actx, p.call, n+1)
 		o, err := p.attempt(actx, item)
-		// A failed attempt's spend still counts.
+		// A failed attempt's spend still counts. (UsageOf only on an
+		// error: its errors.As allocates.)
 		used := o.Usage
-		if u := evalrun.UsageOf(err); err != nil && !u.IsZero() {
-			used = u
+		if err != nil {
+			if u := evalrun.UsageOf(err); !u.IsZero() {
+				used = u
+			}
 		}
 		span.End(used, err)
 		res.Usage.Add(used)
