@@ -136,6 +136,29 @@ func spanKind(k trace.SpanKind) uint64 {
 type encoder struct {
 	buf    []byte
 	groups []spanGroup
+	// keys holds attribute keys found valid UTF-8, by a cheap hash: the
+	// same few keys come back in every span, and checking them again was
+	// a fifth of encoding an attribute. A key is found again by ==, which
+	// is one pointer comparison for the same string (the attribute keys
+	// are constants); keeping it here keeps its bytes alive, so another
+	// string can never take its address.
+	keys [64]string
+}
+
+// validKey returns validUTF8(k), remembering the keys that are valid.
+func (e *encoder) validKey(k string) string {
+	if k == "" {
+		return k
+	}
+	slot := &e.keys[(len(k)*31+int(k[len(k)-1]))&(len(e.keys)-1)]
+	if *slot == k {
+		return k
+	}
+	if !utf8.ValidString(k) {
+		return strings.ToValidUTF8(k, "\uFFFD")
+	}
+	*slot = k
+	return k
 }
 
 // spanGroup is the spans of one resource and instrumentation scope, in
@@ -162,7 +185,8 @@ func (e *encoder) encode(spans []sdktrace.ReadOnlySpan) ([]byte, int) {
 		if g.res != nil {
 			r := e.begin(fResourceSpansResource)
 			for it := g.res.Iter(); it.Next(); {
-				e.keyValue(fResourceAttributes, it.Attribute())
+				a := it.Attribute()
+				e.keyValue(fResourceAttributes, &a)
 			}
 			e.end(r)
 		}
@@ -237,7 +261,8 @@ func (e *encoder) scopeSpans(g *spanGroup, spans []sdktrace.ReadOnlySpan) {
 		e.str(fScopeName, g.scope.Name)
 		e.str(fScopeVersion, g.scope.Version)
 		for it := g.scope.Attributes.Iter(); it.Next(); {
-			e.keyValue(fScopeAttributes, it.Attribute())
+			a := it.Attribute()
+			e.keyValue(fScopeAttributes, &a)
 		}
 		e.end(sc)
 	}
@@ -249,7 +274,7 @@ func (e *encoder) scopeSpans(g *spanGroup, spans []sdktrace.ReadOnlySpan) {
 }
 
 func (e *encoder) span(s sdktrace.ReadOnlySpan) {
-	sp := e.begin(fScopeSpansSpans)
+	sp := e.beginWide(fScopeSpansSpans)
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	e.bytes(fSpanTraceID, tid[:])
@@ -265,16 +290,17 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 	e.uint(fSpanKind, spanKind(s.SpanKind()))
 	e.fixed64(fSpanStartTime, unixNano(s.StartTime().UnixNano()))
 	e.fixed64(fSpanEndTime, unixNano(s.EndTime().UnixNano()))
-	for _, kv := range s.Attributes() {
-		e.keyValue(fSpanAttributes, kv)
+	attrs := s.Attributes()
+	for i := range attrs {
+		e.keyValue(fSpanAttributes, &attrs[i])
 	}
 	e.uint(fSpanDroppedAttributes, count(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
 		m := e.begin(fSpanEvents)
 		e.fixed64(fEventTime, unixNano(ev.Time.UnixNano()))
 		e.str(fEventName, ev.Name)
-		for _, kv := range ev.Attributes {
-			e.keyValue(fEventAttributes, kv)
+		for i := range ev.Attributes {
+			e.keyValue(fEventAttributes, &ev.Attributes[i])
 		}
 		e.uint(fEventDroppedAttributes, count(ev.DroppedAttributeCount))
 		e.end(m)
@@ -288,8 +314,8 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 		if ts := l.SpanContext.TraceState(); ts.Len() > 0 {
 			e.str(fLinkTraceState, ts.String())
 		}
-		for _, kv := range l.Attributes {
-			e.keyValue(fLinkAttributes, kv)
+		for i := range l.Attributes {
+			e.keyValue(fLinkAttributes, &l.Attributes[i])
 		}
 		e.uint(fLinkDroppedAttributes, count(l.DroppedAttributeCount))
 		e.fixed32(fLinkFlags, flags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote()))
@@ -308,7 +334,7 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 	}
 	e.end(m)
 	e.fixed32(fSpanFlags, flags(sc.TraceFlags(), parent.IsRemote()))
-	e.end(sp)
+	e.endWide(sp)
 }
 
 // flags is OTLP's flags field: the W3C trace flags in the low byte, and
@@ -331,7 +357,7 @@ func count(n int) uint64 { return uint64(min(max(0, n), math.MaxUint32)) }
 // keyValue writes kv as a KeyValue message in field num. A scalar value
 // (nearly all of evalrun's) is written with its lengths computed first;
 // the others through begin and end.
-func (e *encoder) keyValue(num protowire.Number, kv attribute.KeyValue) {
+func (e *encoder) keyValue(num protowire.Number, kv *attribute.KeyValue) {
 	var size int // the AnyValue's: one tag byte and the value
 	var str string
 	switch v := kv.Value; v.Type() {
@@ -348,36 +374,36 @@ func (e *encoder) keyValue(num protowire.Number, kv attribute.KeyValue) {
 		e.compositeKeyValue(num, kv)
 		return
 	}
-	key := validUTF8(string(kv.Key))
-	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
-	e.buf = protowire.AppendVarint(e.buf, uint64(1+protowire.SizeBytes(len(key))+1+protowire.SizeBytes(size)))
-	e.buf = protowire.AppendTag(e.buf, fKeyValueKey, protowire.BytesType)
-	e.buf = protowire.AppendString(e.buf, key)
-	e.buf = protowire.AppendTag(e.buf, fKeyValueValue, protowire.BytesType)
-	e.buf = protowire.AppendVarint(e.buf, uint64(size))
+	key := e.validKey(string(kv.Key))
+	e.buf = appendTag(e.buf, num, protowire.BytesType)
+	e.buf = appendVarint(e.buf, uint64(1+protowire.SizeBytes(len(key))+1+protowire.SizeBytes(size)))
+	e.buf = appendTag(e.buf, fKeyValueKey, protowire.BytesType)
+	e.buf = appendString(e.buf, key)
+	e.buf = appendTag(e.buf, fKeyValueValue, protowire.BytesType)
+	e.buf = appendVarint(e.buf, uint64(size))
 	switch v := kv.Value; v.Type() {
 	case attribute.STRING:
-		e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-		e.buf = protowire.AppendString(e.buf, str)
+		e.buf = appendTag(e.buf, fAnyString, protowire.BytesType)
+		e.buf = appendString(e.buf, str)
 	case attribute.INT64:
-		e.buf = protowire.AppendTag(e.buf, fAnyInt, protowire.VarintType)
-		e.buf = protowire.AppendVarint(e.buf, uint64(v.AsInt64()))
+		e.buf = appendTag(e.buf, fAnyInt, protowire.VarintType)
+		e.buf = appendVarint(e.buf, uint64(v.AsInt64()))
 	case attribute.BOOL:
-		e.buf = protowire.AppendTag(e.buf, fAnyBool, protowire.VarintType)
-		e.buf = protowire.AppendVarint(e.buf, protowire.EncodeBool(v.AsBool()))
+		e.buf = appendTag(e.buf, fAnyBool, protowire.VarintType)
+		e.buf = appendVarint(e.buf, protowire.EncodeBool(v.AsBool()))
 	case attribute.FLOAT64:
-		e.buf = protowire.AppendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
+		e.buf = appendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
 		e.buf = protowire.AppendFixed64(e.buf, math.Float64bits(v.AsFloat64()))
 	}
 }
 
 // compositeKeyValue writes kv, whose value is a slice, a map, bytes or
 // empty, as a KeyValue message in field num.
-func (e *encoder) compositeKeyValue(num protowire.Number, kv attribute.KeyValue) {
+func (e *encoder) compositeKeyValue(num protowire.Number, kv *attribute.KeyValue) {
 	m := e.begin(num)
 	// A KeyValue's key is written even when empty: OTLP has it required.
-	e.buf = protowire.AppendTag(e.buf, fKeyValueKey, protowire.BytesType)
-	e.buf = protowire.AppendString(e.buf, validUTF8(string(kv.Key)))
+	e.buf = appendTag(e.buf, fKeyValueKey, protowire.BytesType)
+	e.buf = appendString(e.buf, validUTF8(string(kv.Key)))
 	v := e.begin(fKeyValueValue)
 	e.anyValue(kv.Value)
 	e.end(v)
@@ -389,44 +415,44 @@ func (e *encoder) compositeKeyValue(num protowire.Number, kv attribute.KeyValue)
 func (e *encoder) anyValue(v attribute.Value) {
 	switch v.Type() {
 	case attribute.BOOL:
-		e.buf = protowire.AppendTag(e.buf, fAnyBool, protowire.VarintType)
-		e.buf = protowire.AppendVarint(e.buf, protowire.EncodeBool(v.AsBool()))
+		e.buf = appendTag(e.buf, fAnyBool, protowire.VarintType)
+		e.buf = appendVarint(e.buf, protowire.EncodeBool(v.AsBool()))
 	case attribute.INT64:
-		e.buf = protowire.AppendTag(e.buf, fAnyInt, protowire.VarintType)
-		e.buf = protowire.AppendVarint(e.buf, uint64(v.AsInt64()))
+		e.buf = appendTag(e.buf, fAnyInt, protowire.VarintType)
+		e.buf = appendVarint(e.buf, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		e.buf = protowire.AppendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
+		e.buf = appendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
 		e.buf = protowire.AppendFixed64(e.buf, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-		e.buf = protowire.AppendString(e.buf, validUTF8(v.AsString()))
+		e.buf = appendTag(e.buf, fAnyString, protowire.BytesType)
+		e.buf = appendString(e.buf, validUTF8(v.AsString()))
 	case attribute.BYTESLICE:
-		e.buf = protowire.AppendTag(e.buf, fAnyBytes, protowire.BytesType)
-		e.buf = protowire.AppendBytes(e.buf, v.AsByteSlice())
+		e.buf = appendTag(e.buf, fAnyBytes, protowire.BytesType)
+		e.buf = appendBytes(e.buf, v.AsByteSlice())
 	case attribute.BOOLSLICE:
 		a := e.begin(fAnyArray)
 		for _, b := range v.AsBoolSlice() {
-			e.buf = protowire.AppendTag(e.buf, fListValues, protowire.BytesType)
+			e.buf = appendTag(e.buf, fListValues, protowire.BytesType)
 			e.buf = append(e.buf, 2) // AnyValue{bool_value}: tag and a 1-byte varint
-			e.buf = protowire.AppendTag(e.buf, fAnyBool, protowire.VarintType)
-			e.buf = protowire.AppendVarint(e.buf, protowire.EncodeBool(b))
+			e.buf = appendTag(e.buf, fAnyBool, protowire.VarintType)
+			e.buf = appendVarint(e.buf, protowire.EncodeBool(b))
 		}
 		e.end(a)
 	case attribute.INT64SLICE:
 		a := e.begin(fAnyArray)
 		for _, n := range v.AsInt64Slice() {
-			e.buf = protowire.AppendTag(e.buf, fListValues, protowire.BytesType)
-			e.buf = protowire.AppendVarint(e.buf, uint64(1+protowire.SizeVarint(uint64(n))))
-			e.buf = protowire.AppendTag(e.buf, fAnyInt, protowire.VarintType)
-			e.buf = protowire.AppendVarint(e.buf, uint64(n))
+			e.buf = appendTag(e.buf, fListValues, protowire.BytesType)
+			e.buf = appendVarint(e.buf, uint64(1+protowire.SizeVarint(uint64(n))))
+			e.buf = appendTag(e.buf, fAnyInt, protowire.VarintType)
+			e.buf = appendVarint(e.buf, uint64(n))
 		}
 		e.end(a)
 	case attribute.FLOAT64SLICE:
 		a := e.begin(fAnyArray)
 		for _, f := range v.AsFloat64Slice() {
-			e.buf = protowire.AppendTag(e.buf, fListValues, protowire.BytesType)
+			e.buf = appendTag(e.buf, fListValues, protowire.BytesType)
 			e.buf = append(e.buf, 9) // AnyValue{double_value}: tag and 8 bytes
-			e.buf = protowire.AppendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
+			e.buf = appendTag(e.buf, fAnyDouble, protowire.Fixed64Type)
 			e.buf = protowire.AppendFixed64(e.buf, math.Float64bits(f))
 		}
 		e.end(a)
@@ -434,8 +460,8 @@ func (e *encoder) anyValue(v attribute.Value) {
 		a := e.begin(fAnyArray)
 		for _, s := range v.AsStringSlice() {
 			m := e.begin(fListValues)
-			e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-			e.buf = protowire.AppendString(e.buf, validUTF8(s))
+			e.buf = appendTag(e.buf, fAnyString, protowire.BytesType)
+			e.buf = appendString(e.buf, validUTF8(s))
 			e.end(m)
 		}
 		e.end(a)
@@ -449,15 +475,16 @@ func (e *encoder) anyValue(v attribute.Value) {
 		e.end(a)
 	case attribute.MAP:
 		a := e.begin(fAnyKVList)
-		for _, kv := range v.AsMap() {
-			e.keyValue(fListValues, kv)
+		kvs := v.AsMap()
+		for i := range kvs {
+			e.keyValue(fListValues, &kvs[i])
 		}
 		e.end(a)
 	case attribute.EMPTY:
 		// An empty AnyValue: the attribute is there, without a value.
 	default:
-		e.buf = protowire.AppendTag(e.buf, fAnyString, protowire.BytesType)
-		e.buf = protowire.AppendString(e.buf, "INVALID")
+		e.buf = appendTag(e.buf, fAnyString, protowire.BytesType)
+		e.buf = appendString(e.buf, "INVALID")
 	}
 }
 
@@ -465,7 +492,7 @@ func (e *encoder) anyValue(v attribute.Value) {
 // one byte for its length, which end fills in. It returns where the
 // length goes.
 func (e *encoder) begin(num protowire.Number) int {
-	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
+	e.buf = appendTag(e.buf, num, protowire.BytesType)
 	e.buf = append(e.buf, 0)
 	return len(e.buf) - 1
 }
@@ -481,7 +508,58 @@ func (e *encoder) end(at int) {
 		e.buf = append(e.buf, make([]byte, size-1)...)
 		copy(e.buf[at+size:], e.buf[at+1:at+1+n])
 	}
-	protowire.AppendVarint(e.buf[:at], uint64(n))
+	appendVarint(e.buf[:at], uint64(n))
+}
+
+// beginWide is begin for a message that is most likely 128 to 16,383
+// bytes long (a span: ~300), whose length takes two bytes: it reserves
+// them, so that endWide moves no bytes in that case.
+func (e *encoder) beginWide(num protowire.Number) int {
+	e.buf = appendTag(e.buf, num, protowire.BytesType)
+	e.buf = append(e.buf, 0, 0)
+	return len(e.buf) - 2
+}
+
+// endWide writes the length of the message begun by beginWide at at,
+// moving its bytes when the length does not take two bytes.
+func (e *encoder) endWide(at int) {
+	n := len(e.buf) - at - 2
+	switch size := protowire.SizeVarint(uint64(n)); {
+	case size == 2:
+		e.buf[at] = byte(n) | 0x80
+		e.buf[at+1] = byte(n >> 7)
+	case size == 1:
+		copy(e.buf[at+1:], e.buf[at+2:])
+		e.buf = e.buf[:len(e.buf)-1]
+		e.buf[at] = byte(n)
+	default:
+		e.buf = append(e.buf, make([]byte, size-2)...)
+		copy(e.buf[at+size:], e.buf[at+2:at+2+n])
+		appendVarint(e.buf[:at], uint64(n))
+	}
+}
+
+// appendTag is protowire.AppendTag, inlined with appendVarint's one-byte
+// case: every field number written is below 16.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	return appendVarint(b, uint64(num)<<3|uint64(typ&7))
+}
+
+// appendVarint is protowire.AppendVarint with the one-byte case inlined
+// (most lengths, enums and counts written).
+func appendVarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(appendVarint(b, uint64(len(s))), s...)
+}
+
+func appendBytes(b []byte, v []byte) []byte {
+	return append(appendVarint(b, uint64(len(v))), v...)
 }
 
 // str writes a string field, omitted when empty (proto3).
@@ -489,8 +567,8 @@ func (e *encoder) str(num protowire.Number, s string) {
 	if s == "" {
 		return
 	}
-	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
-	e.buf = protowire.AppendString(e.buf, validUTF8(s))
+	e.buf = appendTag(e.buf, num, protowire.BytesType)
+	e.buf = appendString(e.buf, validUTF8(s))
 }
 
 // validUTF8 returns s with each invalid UTF-8 sequence replaced by U+FFFD.
@@ -506,8 +584,8 @@ func validUTF8(s string) string {
 }
 
 func (e *encoder) bytes(num protowire.Number, b []byte) {
-	e.buf = protowire.AppendTag(e.buf, num, protowire.BytesType)
-	e.buf = protowire.AppendBytes(e.buf, b)
+	e.buf = appendTag(e.buf, num, protowire.BytesType)
+	e.buf = appendBytes(e.buf, b)
 }
 
 // uint writes a varint field, omitted when zero (proto3).
@@ -515,15 +593,15 @@ func (e *encoder) uint(num protowire.Number, v uint64) {
 	if v == 0 {
 		return
 	}
-	e.buf = protowire.AppendTag(e.buf, num, protowire.VarintType)
-	e.buf = protowire.AppendVarint(e.buf, v)
+	e.buf = appendTag(e.buf, num, protowire.VarintType)
+	e.buf = appendVarint(e.buf, v)
 }
 
 func (e *encoder) fixed64(num protowire.Number, v uint64) {
 	if v == 0 {
 		return
 	}
-	e.buf = protowire.AppendTag(e.buf, num, protowire.Fixed64Type)
+	e.buf = appendTag(e.buf, num, protowire.Fixed64Type)
 	e.buf = protowire.AppendFixed64(e.buf, v)
 }
 
@@ -531,6 +609,6 @@ func (e *encoder) fixed32(num protowire.Number, v uint32) {
 	if v == 0 {
 		return
 	}
-	e.buf = protowire.AppendTag(e.buf, num, protowire.Fixed32Type)
+	e.buf = appendTag(e.buf, num, protowire.Fixed32Type)
 	e.buf = protowire.AppendFixed32(e.buf, v)
 }

@@ -286,7 +286,10 @@ func TestEncodeSDKSpans(t *testing.T) {
 	item.End()
 	_, call := tr.Start(ctx, "chat m", trace.WithSpanKind(trace.SpanKindClient))
 	call.SetStatus(codes.Ok, "")
-	call.End()
+	call.End() // under 128 bytes: its length takes one byte
+	_, big := tr.Start(ctx, "big")
+	big.SetAttributes(attribute.String("output", strings.Repeat("x", 20000)))
+	big.End() // 16,384 bytes or more: its length takes three
 	run.End()
 	ended := rec.Ended()
 	got := decode(t, &encoder{}, ended)
@@ -479,4 +482,25 @@ func benchSpans(n int) []sdktrace.ReadOnlySpan {
 	}
 	run.End()
 	return rec.Ended()[:n]
+}
+
+// TestValidKeyCache: a key found valid is remembered, an invalid one is
+// replaced every time (never remembered), also when it shares the valid
+// key's slot.
+func TestValidKeyCache(t *testing.T) {
+	var e encoder
+	// Same length, last bytes 'd' (0x64) and 0xa4 (a lone continuation
+	// byte): the same slot.
+	valid, invalid := "evalrun.item.id", "evalrun.item.i\xa4"
+	for range 2 {
+		if got := e.validKey(valid); got != valid {
+			t.Errorf("validKey(%q) = %q", valid, got)
+		}
+		if got := e.validKey(invalid); got != "evalrun.item.i\uFFFD" {
+			t.Errorf("validKey(%q) = %q, want it replaced", invalid, got)
+		}
+	}
+	if got := e.validKey(""); got != "" {
+		t.Errorf("validKey(\"\") = %q", got)
+	}
 }
