@@ -164,7 +164,7 @@ func BenchmarkPipelineTracing(b *testing.B) {
 		}()
 		run(b)
 	})
-	// otlp: what the CLI installs (evalrun/otel: batch processor, the
+	// otlp: what the CLI installs (evalrun/otel: span batcher, the
 	// OTLP/HTTP exporter's transform, protobuf encoding and POSTs) to a
 	// local receiver that reads and drops the requests.
 	b.Run("otlp", func(b *testing.B) {

@@ -214,7 +214,7 @@ func validHeaderKey(k string) bool {
 // that writes the protobuf request itself (encoder) and posts it as the
 // official otlptracehttp exporter would, without linking that exporter,
 // whose configuration code imports gRPC whole (docs/benchmarks.md,
-// *Tracing*). The SDK's batch span processor calls ExportSpans from one
+// *Tracing*). The span batcher (batcher.go) calls ExportSpans from one
 // goroutine at a time; the mutex makes it safe anyway.
 type exporter struct {
 	cfg       exporterConfig
@@ -340,7 +340,7 @@ func (x *exporter) compress(body []byte) ([]byte, error) {
 }
 
 // Shutdown stops the exporter: an export under way is cancelled, later
-// ones fail. The batch span processor calls it after its last export.
+// ones fail. The span batcher calls it after its last export.
 func (x *exporter) Shutdown(ctx context.Context) error {
 	x.stopped.Store(true)
 	x.cancelStop()
