@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,10 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 		switch {
 		case err != nil || n < 0:
 			return c, fmt.Errorf("%s=%q is not a whole number of %s", v.name, raw, unitOf(v.ms != nil))
+		case v.ms != nil && n > maxMillis:
+			// time.Duration would wrap around (to a tiny or negative
+			// delay), as the exporter's TIMEOUT variables check too.
+			return c, fmt.Errorf("%s=%q: give a number of milliseconds from 0 to %d", v.name, raw, maxMillis)
 		case v.ms != nil:
 			*v.ms = time.Duration(n) * time.Millisecond
 		case n == 0 || n > maxQueueLimit:
@@ -93,6 +98,9 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 // maxQueueLimit bounds the queue and batch sizes a variable may ask for:
 // a million spans waiting is ~300 MB.
 const maxQueueLimit = 1 << 20
+
+// maxMillis is the most milliseconds a time.Duration holds (~292 years).
+const maxMillis = math.MaxInt64 / int(time.Millisecond)
 
 func unitOf(ms bool) string {
 	if ms {

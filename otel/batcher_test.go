@@ -44,6 +44,11 @@ func TestReadBatchConfig(t *testing.T) {
 		{EnvBSPMaxQueueSize, "0"},
 		{EnvBSPMaxQueueSize, "99999999999"},
 		{EnvBSPMaxExportBatch, "lots"},
+		// Past what a time.Duration holds: the product wrapped around to a
+		// delay of 1 ms (a spinning export goroutine) or an export timeout
+		// of 0.45 ms (every export failing), not the ~300 years asked for.
+		{EnvBSPScheduleDelay, "9223372036854775807"},
+		{EnvBSPExportTimeout, "18446744073710"},
 	} {
 		_, err := readBatchConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad[1])) {
