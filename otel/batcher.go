@@ -264,7 +264,12 @@ func (b *spanBatcher) export(batch []sdktrace.ReadOnlySpan) {
 		if b.cfg.exportTimeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, b.cfg.exportTimeout)
 		}
-		if err := b.exp.ExportSpans(ctx, batch); err != nil {
+		// An export that failed because Shutdown stopped the exporter (its
+		// context ended first) is not reported: Shutdown returns why. The
+		// report would race with Shutdown's caller: it became the Tracing's
+		// first error or not, depending on which goroutine ran first, and
+		// reached the error handler Tracing.Shutdown had put back.
+		if err := b.exp.ExportSpans(ctx, batch); err != nil && !errors.Is(err, errShutdown) {
 			b.report(err)
 		}
 		cancel()

@@ -257,6 +257,40 @@ func TestBatcherShutdownBoundedByContext(t *testing.T) {
 	}
 }
 
+// TestBatcherShutdownReportsNoCancelledExport: the export Shutdown
+// cancels when its context ends (and those after it, refused by the
+// stopped exporter) are not reported through the error handler: Shutdown
+// returns why they failed. Reported, the first of them became the
+// Tracing's first error, so that the exit said "the exporter is shut down:
+// Post ...: context canceled" instead of "the collector did not answer in
+// time", depending on which goroutine ran first; and for a library user it
+// reached the error handler Shutdown had already put back (by default,
+// the log on stderr).
+func TestBatcherShutdownReportsNoCancelledExport(t *testing.T) {
+	gate := make(chan struct{}) // never closed: the collector hangs
+	recv, srv := newReceiver(t, gate)
+	defer close(gate)
+	tp, b := newTestBatcher(t, srv, batchConfig{scheduleDelay: time.Hour, maxQueue: 100, maxBatch: 2})
+	var mu sync.Mutex
+	var reported []error
+	b.report = func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }
+	endSpans(tp, 5) // two full batches, the first posted (and held), and a partial one
+	<-recv.arrived
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The batcher's own Shutdown: the provider's returns at once, without
+	// calling it, when its context has ended already.
+	if err := b.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want the context's error", err)
+	}
+	<-b.done
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range reported {
+		t.Errorf("reported after Shutdown cancelled it: %v", err)
+	}
+}
+
 // TestBatcherSkipsUnsampledSpans: a span that records but is not sampled
 // (a sampler's RecordOnly) is not exported, as with the SDK's processor.
 func TestBatcherSkipsUnsampledSpans(t *testing.T) {
