@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,9 @@ const (
 // fast run ends 10,000 spans a second and more (W2: 3 per item, ~3,000
 // items/s), and the queue is all that holds them while an export is on
 // its way; spans past it are dropped (and the drop reported at exit).
-// Waiting spans are held encoded, ~300 bytes each: 8192 of them are
-// ~2.5 MB.
+// Waiting spans are held as the SDK's span snapshots, not encoded: ~1.4
+// KB each for an item span with its 7 attributes (measured), so 8192 of
+// them are ~11 MB.
 const DefaultMaxQueueSize = 8192
 
 // batchConfig is the span batcher's settings, from the OTEL_BSP_*
@@ -76,6 +78,10 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 		switch {
 		case err != nil || n < 0:
 			return c, fmt.Errorf("%s=%q is not a whole number of %s", v.name, raw, unitOf(v.ms != nil))
+		case v.ms != nil && n > maxMillis:
+			// time.Duration would wrap around (to a tiny or negative
+			// delay), as the exporter's TIMEOUT variables check too.
+			return c, fmt.Errorf("%s=%q: give a number of milliseconds from 0 to %d", v.name, raw, maxMillis)
 		case v.ms != nil:
 			*v.ms = time.Duration(n) * time.Millisecond
 		case n == 0 || n > maxQueueLimit:
@@ -91,8 +97,11 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 }
 
 // maxQueueLimit bounds the queue and batch sizes a variable may ask for:
-// a million spans waiting is ~300 MB.
+// a million spans waiting is ~1.4 GB.
 const maxQueueLimit = 1 << 20
+
+// maxMillis is the most milliseconds a time.Duration holds (~292 years).
+const maxMillis = math.MaxInt64 / int(time.Millisecond)
 
 func unitOf(ms bool) string {
 	if ms {
@@ -256,7 +265,12 @@ func (b *spanBatcher) export(batch []sdktrace.ReadOnlySpan) {
 		if b.cfg.exportTimeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, b.cfg.exportTimeout)
 		}
-		if err := b.exp.ExportSpans(ctx, batch); err != nil {
+		// An export that failed because Shutdown stopped the exporter (its
+		// context ended first) is not reported: Shutdown returns why. The
+		// report would race with Shutdown's caller: it became the Tracing's
+		// first error or not, depending on which goroutine ran first, and
+		// reached the error handler Tracing.Shutdown had put back.
+		if err := b.exp.ExportSpans(ctx, batch); err != nil && !errors.Is(err, errShutdown) {
 			b.report(err)
 		}
 		cancel()

@@ -44,6 +44,11 @@ func TestReadBatchConfig(t *testing.T) {
 		{EnvBSPMaxQueueSize, "0"},
 		{EnvBSPMaxQueueSize, "99999999999"},
 		{EnvBSPMaxExportBatch, "lots"},
+		// Past what a time.Duration holds: the product wrapped around to a
+		// delay of 1 ms (a spinning export goroutine) or an export timeout
+		// of 0.45 ms (every export failing), not the ~300 years asked for.
+		{EnvBSPScheduleDelay, "9223372036854775807"},
+		{EnvBSPExportTimeout, "18446744073710"},
 	} {
 		_, err := readBatchConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad[1])) {
@@ -249,6 +254,40 @@ func TestBatcherShutdownBoundedByContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Shutdown = %v, want the context's error", err)
+	}
+}
+
+// TestBatcherShutdownReportsNoCancelledExport: the export Shutdown
+// cancels when its context ends (and those after it, refused by the
+// stopped exporter) are not reported through the error handler: Shutdown
+// returns why they failed. Reported, the first of them became the
+// Tracing's first error, so that the exit said "the exporter is shut down:
+// Post ...: context canceled" instead of "the collector did not answer in
+// time", depending on which goroutine ran first; and for a library user it
+// reached the error handler Shutdown had already put back (by default,
+// the log on stderr).
+func TestBatcherShutdownReportsNoCancelledExport(t *testing.T) {
+	gate := make(chan struct{}) // never closed: the collector hangs
+	recv, srv := newReceiver(t, gate)
+	defer close(gate)
+	tp, b := newTestBatcher(t, srv, batchConfig{scheduleDelay: time.Hour, maxQueue: 100, maxBatch: 2})
+	var mu sync.Mutex
+	var reported []error
+	b.report = func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }
+	endSpans(tp, 5) // two full batches, the first posted (and held), and a partial one
+	<-recv.arrived
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The batcher's own Shutdown: the provider's returns at once, without
+	// calling it, when its context has ended already.
+	if err := b.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want the context's error", err)
+	}
+	<-b.done
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range reported {
+		t.Errorf("reported after Shutdown cancelled it: %v", err)
 	}
 }
 
