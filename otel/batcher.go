@@ -60,10 +60,9 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 		maxBatch:      DefaultMaxExportBatch,
 	}
 	for _, v := range []struct {
-		name   string
-		ms     *time.Duration
-		n      *int
-		sizeOK func(int) bool
+		name string
+		ms   *time.Duration // a number of milliseconds, or
+		n    *int           // a number of spans
 	}{
 		{name: EnvBSPScheduleDelay, ms: &c.scheduleDelay},
 		{name: EnvBSPExportTimeout, ms: &c.exportTimeout},
@@ -76,15 +75,15 @@ func readBatchConfig(getenv func(string) string) (batchConfig, error) {
 		}
 		n, err := strconv.Atoi(raw)
 		switch {
-		case err != nil || n < 0:
+		case err != nil:
 			return c, fmt.Errorf("%s=%q is not a whole number of %s", v.name, raw, unitOf(v.ms != nil))
-		case v.ms != nil && n > maxMillis:
+		case v.ms != nil && (n < 0 || n > maxMillis):
 			// time.Duration would wrap around (to a tiny or negative
 			// delay), as the exporter's TIMEOUT variables check too.
 			return c, fmt.Errorf("%s=%q: give a number of milliseconds from 0 to %d", v.name, raw, maxMillis)
 		case v.ms != nil:
 			*v.ms = time.Duration(n) * time.Millisecond
-		case n == 0 || n > maxQueueLimit:
+		case n < 1 || n > maxQueueLimit:
 			return c, fmt.Errorf("%s=%q: give a number of spans from 1 to %d", v.name, raw, maxQueueLimit)
 		default:
 			*v.n = n
