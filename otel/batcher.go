@@ -236,14 +236,13 @@ func (b *spanBatcher) exportAll() {
 	partial := b.cur
 	b.cur = b.newBatch()
 	b.mu.Unlock()
-	for {
+	for drained := false; !drained; {
 		select {
 		case batch := <-b.ready:
 			b.exportQueued(batch)
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
 	b.export(partial)
 }
@@ -308,7 +307,7 @@ var errDropped = errors.New("spans dropped")
 // way is cancelled and ctx's error returned. It reports spans dropped
 // because the queue was full. Calling it again does nothing.
 func (b *spanBatcher) Shutdown(ctx context.Context) error {
-	err := errAlreadyStopped
+	var err error
 	b.stopOnce.Do(func() {
 		b.mu.Lock()
 		b.stopped = true
@@ -326,10 +325,5 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 			err = fmt.Errorf("%d %w: more than %d waited for the collector (%s)", dropped, errDropped, b.cfg.maxQueue, EnvBSPMaxQueueSize)
 		}
 	})
-	if err == errAlreadyStopped {
-		return nil
-	}
 	return err
 }
-
-var errAlreadyStopped = errors.New("already stopped")

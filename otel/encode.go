@@ -154,11 +154,11 @@ func (e *encoder) validKey(k string) string {
 	if *slot == k {
 		return k
 	}
-	if !utf8.ValidString(k) {
-		return strings.ToValidUTF8(k, "\uFFFD")
+	v := validUTF8(k)
+	if v == k { // valid: validUTF8 returned k itself
+		*slot = k
 	}
-	*slot = k
-	return k
+	return v
 }
 
 // spanGroup is the spans of one resource and instrumentation scope, in
@@ -334,7 +334,7 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 	}
 	e.end(m)
 	e.fixed32(fSpanFlags, flags(sc.TraceFlags(), parent.IsRemote()))
-	e.endWide(sp)
+	e.end(sp)
 }
 
 // flags is OTLP's flags field: the W3C trace flags in the low byte, and
@@ -488,55 +488,48 @@ func (e *encoder) anyValue(v attribute.Value) {
 	}
 }
 
+// message is where an embedded message's length goes: at, in reserved
+// bytes that begin (or beginWide) left for it and end fills in.
+type message struct{ at, reserved int }
+
 // begin writes the tag of an embedded message in field num and reserves
-// one byte for its length, which end fills in. It returns where the
-// length goes.
-func (e *encoder) begin(num protowire.Number) int {
+// one byte for its length, which end fills in.
+func (e *encoder) begin(num protowire.Number) message {
 	e.buf = appendTag(e.buf, num, protowire.BytesType)
 	e.buf = append(e.buf, 0)
-	return len(e.buf) - 1
-}
-
-// end writes the length of the message begun at at. A message of 128
-// bytes or more needs a longer varint than the byte reserved: its bytes
-// move up to make room (once per message; spans are ~300 bytes, so
-// they move by one byte, and the few large messages once each).
-func (e *encoder) end(at int) {
-	n := len(e.buf) - at - 1
-	size := protowire.SizeVarint(uint64(n))
-	if size > 1 {
-		e.buf = append(e.buf, make([]byte, size-1)...)
-		copy(e.buf[at+size:], e.buf[at+1:at+1+n])
-	}
-	appendVarint(e.buf[:at], uint64(n))
+	return message{len(e.buf) - 1, 1}
 }
 
 // beginWide is begin for a message that is most likely 128 to 16,383
 // bytes long (a span: ~300), whose length takes two bytes: it reserves
-// them, so that endWide moves no bytes in that case.
-func (e *encoder) beginWide(num protowire.Number) int {
+// them, so that end moves no bytes in that case.
+func (e *encoder) beginWide(num protowire.Number) message {
 	e.buf = appendTag(e.buf, num, protowire.BytesType)
 	e.buf = append(e.buf, 0, 0)
-	return len(e.buf) - 2
+	return message{len(e.buf) - 2, 2}
 }
 
-// endWide writes the length of the message begun by beginWide at at,
-// moving its bytes when the length does not take two bytes.
-func (e *encoder) endWide(at int) {
-	n := len(e.buf) - at - 2
-	switch size := protowire.SizeVarint(uint64(n)); {
-	case size == 2:
-		e.buf[at] = byte(n) | 0x80
-		e.buf[at+1] = byte(n >> 7)
-	case size == 1:
-		copy(e.buf[at+1:], e.buf[at+2:])
-		e.buf = e.buf[:len(e.buf)-1]
-		e.buf[at] = byte(n)
-	default:
-		e.buf = append(e.buf, make([]byte, size-2)...)
-		copy(e.buf[at+size:], e.buf[at+2:at+2+n])
-		appendVarint(e.buf[:at], uint64(n))
+// end writes the length of message m. When the length's varint does not
+// take the bytes reserved for it, the message's bytes move to make it fit
+// (a message of 128 bytes or more begun with begin: once per message; the
+// few large ones once each).
+func (e *encoder) end(m message) {
+	n := len(e.buf) - m.at - m.reserved
+	size := protowire.SizeVarint(uint64(n))
+	switch {
+	case size == 2 && m.reserved == 2:
+		// A span's length, written here: appendVarint inlines only
+		// the one-byte case.
+		e.buf[m.at], e.buf[m.at+1] = byte(n)|0x80, byte(n>>7)
+		return
+	case size > m.reserved:
+		e.buf = append(e.buf, make([]byte, size-m.reserved)...)
+		copy(e.buf[m.at+size:], e.buf[m.at+m.reserved:m.at+m.reserved+n])
+	case size < m.reserved:
+		copy(e.buf[m.at+size:], e.buf[m.at+m.reserved:])
+		e.buf = e.buf[:len(e.buf)-(m.reserved-size)]
 	}
+	appendVarint(e.buf[:m.at], uint64(n))
 }
 
 // appendTag is protowire.AppendTag, inlined with appendVarint's one-byte
