@@ -313,19 +313,6 @@ func ScoreKey(name string) attribute.Key {
 	return k
 }
 
-// Fail marks span failed with err, its error kind and HTTP status when it
-// has them.
-func Fail(span trace.Span, err error) {
-	if err == nil || !span.IsRecording() {
-		return
-	}
-	buf := getAttrs()
-	defer putAttrs(buf)
-	*buf = failAttrs(*buf, err)
-	span.SetAttributes(*buf...)
-	span.SetStatus(codes.Error, err.Error())
-}
-
 // failAttrs appends the attributes of a failure with err: its error kind
 // and HTTP status when it has one.
 func failAttrs(attrs []attribute.KeyValue, err error) []attribute.KeyValue {
@@ -377,9 +364,18 @@ func StartModelCall(ctx context.Context, operation, model string) (context.Conte
 		return ctx, ModelCall{span: s, attempt: true}
 	}
 	ctx, span := Tracer().Start(ctx, operation+" "+model, clientKind...)
-	span.SetAttributes(GenAIOperation.String(operation), GenAIProvider.String("openai"), GenAISystem.String("openai"),
-		GenAIRequestModel.String(model))
+	buf := getAttrs()
+	*buf = callAttrs(*buf, operation, model)
+	span.SetAttributes(*buf...)
+	putAttrs(buf)
 	return ctx, ModelCall{span: span}
+}
+
+// callAttrs appends the GenAI attributes of a call to model known before
+// it is made.
+func callAttrs(attrs []attribute.KeyValue, operation, model string) []attribute.KeyValue {
+	return append(attrs, GenAIOperation.String(operation), GenAIProvider.String("openai"), GenAISystem.String("openai"),
+		GenAIRequestModel.String(model))
 }
 
 // EndModelCall records the tokens a model call used (and its error) and
@@ -490,9 +486,7 @@ func (a AttemptSpan) End(u evalrun.Usage, err error) {
 		buf := getAttrs()
 		attrs := *buf
 		if a.call != nil {
-			attrs = append(attrs, GenAIOperation.String(a.call.operation), GenAIProvider.String("openai"),
-				GenAISystem.String("openai"), GenAIRequestModel.String(a.call.model))
-			attrs = tokenAttrs(attrs, u)
+			attrs = tokenAttrs(callAttrs(attrs, a.call.operation, a.call.model), u)
 		}
 		attrs = append(attrs, Attempt.Int(a.n))
 		if err != nil {
