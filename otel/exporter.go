@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +26,8 @@ import (
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // The exporter's defaults, as the OTLP exporter specification and the
@@ -149,19 +150,11 @@ const maxPEMFile = 4 << 20
 // readPEMFile reads the file a certificate variable names, at most
 // maxPEMFile bytes of it.
 func readPEMFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxPEMFile {
+	b, err := bounded.ReadFile(name, maxPEMFile)
+	if errors.Is(err, bounded.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is larger than %d MB: not a PEM file", name, maxPEMFile>>20)
 	}
-	return b, nil
+	return b, err
 }
 
 // parseHeaders parses the W3C-baggage-like list of the HEADERS variables,

@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/evalrun/evalrun"
+	"github.com/evalrun/evalrun/internal/bounded"
 )
 
 // JSONSchemaOptions configure [NewJSONSchema]. Exactly one of Schema and
@@ -55,19 +54,11 @@ const MaxSchemaFileBytes = 16 << 20
 // readSchemaFile reads the schema file at path, refusing one larger than
 // MaxSchemaFileBytes without reading past it.
 func readSchemaFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSchemaFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxSchemaFileBytes {
+	data, err := bounded.ReadFile(path, MaxSchemaFileBytes)
+	if errors.Is(err, bounded.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is larger than %d bytes (the limit, %d MiB)", path, MaxSchemaFileBytes, MaxSchemaFileBytes>>20)
 	}
-	return data, nil
+	return data, err
 }
 
 // NewJSONSchema compiles the schema and returns a json_schema scorer. A

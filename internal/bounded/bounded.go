@@ -2,7 +2,8 @@
 // depth: JSON indented only down to a fixed depth ([IndentJSON]), text cut
 // with a visible marker ([Cut], [Line]). The reports and the web viewer
 // use it wherever an item's input, expected output or output (or a
-// message) is written for people.
+// message) is written for people. [ReadFile] bounds what is read of a
+// file a configuration names.
 //
 // The bound matters for hostile values: indenting a value nested 10,000
 // deep puts 2 × depth spaces before each of its 20,000 lines, so the
